@@ -1,0 +1,159 @@
+// CUDA kernels. img2gray is memory-bound (uint8: 3 bytes in, 1 out per pixel), so the fast kernel is built
+// around 16-byte memory transactions: one "chunk" is the pixels whose gray values fill 16 bytes
+// (16 uint8, 8 half/bf16, 4 float pixels), read as three 16-byte loads and written as one 16-byte store.
+// benchmarks/NOTES.md records the versions tried and what each measured.
+#include "img2gray.h"
+#include "luma.h"
+
+#include <ATen/Dispatch_v2.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace img2gray {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kVectorBytes = 16;
+// Chunks each thread keeps in flight per loop iteration (independent loads → memory-level parallelism).
+constexpr int kChunksPerIteration = 2;
+
+template <typename T>
+struct Chunk {
+  static constexpr int kPixels = kVectorBytes / sizeof(T);
+  union In {
+    uint4 vec[3];
+    T value[3 * kPixels];
+  };
+  union Out {
+    uint4 vec;
+    T value[kPixels];
+  };
+};
+
+template <typename T>
+__device__ __forceinline__ uint4 convert_chunk(const uint4* __restrict__ rgb, int64_t chunk) {
+  typename Chunk<T>::In in;
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {
+    in.vec[k] = __ldg(rgb + 3 * chunk + k);
+  }
+  typename Chunk<T>::Out out;
+#pragma unroll
+  for (int p = 0; p < Chunk<T>::kPixels; ++p) {
+    out.value[p] = luma(in.value[3 * p], in.value[3 * p + 1], in.value[3 * p + 2]);
+  }
+  return out.vec;
+}
+
+// Grid-stride over whole chunks with 16-byte loads and streaming stores; both pointers must be 16-byte aligned.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    img2gray_vector_kernel(const uint4* __restrict__ rgb, uint4* __restrict__ gray, int64_t chunks) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  int64_t chunk = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  for (; chunk + (kChunksPerIteration - 1) * stride < chunks; chunk += kChunksPerIteration * stride) {
+    uint4 result[kChunksPerIteration];
+#pragma unroll
+    for (int u = 0; u < kChunksPerIteration; ++u) {
+      result[u] = convert_chunk<T>(rgb, chunk + u * stride);
+    }
+#pragma unroll
+    for (int u = 0; u < kChunksPerIteration; ++u) {
+      __stcs(gray + chunk + u * stride, result[u]);
+    }
+  }
+  for (; chunk < chunks; chunk += stride) {
+    __stcs(gray + chunk, convert_chunk<T>(rgb, chunk));
+  }
+}
+
+// One pixel per thread: the original design. Used for the tail after the last whole chunk, for pointers that
+// are not 16-byte aligned, and as the test/benchmark reference (_img2gray_simple).
+template <typename T>
+__global__ void img2gray_scalar_kernel(const T* __restrict__ rgb, T* __restrict__ gray, int64_t pixels) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < pixels) {
+    gray[i] = luma(rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2]);
+  }
+}
+
+template <typename T>
+void launch_scalar(const T* rgb, T* gray, int64_t pixels, cudaStream_t stream) {
+  const int64_t blocks = (pixels + kThreads - 1) / kThreads;
+  img2gray_scalar_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(rgb, gray, pixels);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+int resident_blocks(int device) {
+  // Cached per device: cudaDeviceGetAttribute is cheap but this sits on the per-call path.
+  static int cache[64] = {};
+  int& blocks = cache[device % 64];
+  if (blocks == 0) {
+    int sms = 0, threads_per_sm = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    blocks = sms * std::max(1, threads_per_sm / kThreads);
+  }
+  return blocks;
+}
+
+bool is_aligned(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % kVectorBytes == 0;
+}
+
+template <typename T>
+void launch_fast(const T* rgb, T* gray, int64_t pixels, int device, cudaStream_t stream) {
+  if (!is_aligned(rgb) || !is_aligned(gray)) {
+    launch_scalar(rgb, gray, pixels, stream);
+    return;
+  }
+  const int64_t chunks = pixels / Chunk<T>::kPixels;
+  if (chunks > 0) {
+    const int64_t wanted = (chunks + kThreads - 1) / kThreads;
+    const int blocks = static_cast<int>(std::min<int64_t>(wanted, resident_blocks(device)));
+    img2gray_vector_kernel<T><<<blocks, kThreads, 0, stream>>>(
+        reinterpret_cast<const uint4*>(rgb), reinterpret_cast<uint4*>(gray), chunks);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  const int64_t done = chunks * Chunk<T>::kPixels;
+  if (done < pixels) {
+    launch_scalar(rgb + 3 * done, gray + done, pixels - done, stream);
+  }
+}
+
+template <bool kSimple>
+void dispatch(const at::Tensor& image, at::Tensor& out) {
+  TORCH_INTERNAL_ASSERT(image.is_cuda() && image.is_contiguous() && out.is_contiguous());
+  const int64_t pixels = out.numel();
+  if (pixels == 0) {
+    return;
+  }
+  const c10::cuda::CUDAGuard guard(image.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(image.device().index());
+  AT_DISPATCH_V2(image.scalar_type(), "img2gray_cuda", AT_WRAP([&] {
+    const scalar_t* rgb = image.const_data_ptr<scalar_t>();
+    scalar_t* gray = out.mutable_data_ptr<scalar_t>();
+    if constexpr (kSimple) {
+      launch_scalar(rgb, gray, pixels, stream);
+    } else {
+      launch_fast(rgb, gray, pixels, image.device().index(), stream);
+    }
+  }), at::kByte, at::kFloat, at::kHalf, at::kBFloat16);
+}
+
+}  // namespace
+
+void img2gray_cuda_kernel(const at::Tensor& image, at::Tensor& out) {
+  dispatch<false>(image, out);
+}
+
+void img2gray_cuda_simple_kernel(const at::Tensor& image, at::Tensor& out) {
+  dispatch<true>(image, out);
+}
+
+}  // namespace img2gray

@@ -1,0 +1,14 @@
+"""img2gray: RGB → grayscale as a native PyTorch op, ``torch.ops.img2gray.img2gray``.
+
+Importing the package loads the compiled library, which registers the op's CPU (and, in CUDA builds, CUDA)
+kernels with the dispatcher; ``img2gray.img2gray`` is the checked Python entry point.
+"""
+
+import torch  # noqa: F401  (loads libtorch before our library, which links against it)
+
+from . import _C  # noqa: F401  (runs the TORCH_LIBRARY registrations)
+from ._build_info import BuildInfo, build_info
+from .ops import img2gray
+
+__all__ = ["BuildInfo", "build_info", "img2gray", "__version__"]
+__version__: str = build_info().version

