@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -38,6 +39,14 @@ def _run(command: list[str]) -> None:
         raise BuildFailed(f"command failed with exit code {result.returncode}: {' '.join(command)}")
 
 
+def build_dir() -> str:
+    """One CMake build folder per torch version and backend switch: a reused folder only ever rebuilds the same
+    configuration, so builds against several torches (tools.build_variants) stay incremental."""
+    torch_version = importlib.metadata.version("torch")
+    backend = os.environ.get("IMG2GRAY_BACKEND", "auto").lower() or "auto"
+    return f"build-cmake/torch{torch_version}-{backend}/{{wheel_tag}}"
+
+
 def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT) -> Path:
     """Compile, rename (tools.build_backend) and repair; returns the wheel written to ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -45,7 +54,8 @@ def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROO
     with tempfile.TemporaryDirectory(prefix=".dist-", dir=out_dir) as dist, tempfile.TemporaryDirectory(
         prefix=".repaired-", dir=out_dir
     ) as repaired:
-        _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist, str(source)])
+        _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist,
+              f"--config-settings=build-dir={build_dir()}", str(source)])
         built = sorted(Path(dist).glob("*.whl"))
         if len(built) != 1:
             raise BuildFailed(f"expected one wheel from pip wheel, got {[p.name for p in built]}")

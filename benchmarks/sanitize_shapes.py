@@ -1,0 +1,22 @@
+"""Runs both CUDA kernels over odd shapes and every dtype; meant for ``compute-sanitizer --tool memcheck``."""
+
+import torch
+
+import img2gray
+
+SHAPES = [(1, 1, 3), (1, 7, 3), (3, 5, 3), (4097, 3, 3), (2, 17, 33, 3), (1, 16, 3), (1, 15, 3)]
+DTYPES = [torch.uint8, torch.float16, torch.bfloat16, torch.float32]
+
+for dtype in DTYPES:
+    for shape in SHAPES:
+        image = (torch.randint(0, 256, shape, device="cuda") if dtype == torch.uint8
+                 else torch.rand(shape, device="cuda")).to(dtype)
+        misaligned = image.flatten()[1:].reshape(-1)[: image.numel() - 3].reshape(*shape[:-2], -1, 3) \
+            if image.numel() > 3 else image
+        for x in (image, misaligned):
+            fast = img2gray.img2gray(x)
+            simple = torch.ops.img2gray._img2gray_simple(x)
+            assert torch.equal(fast, simple), (shape, dtype)
+            assert torch.equal(fast.cpu(), img2gray.img2gray(x.cpu())), (shape, dtype)
+torch.cuda.synchronize()
+print(f"sanitize_shapes: {len(SHAPES) * len(DTYPES) * 2} cases checked")

@@ -1,0 +1,197 @@
+"""The op contract (python/img2gray/ops.py and csrc/): results, layouts, dtypes, errors, opcheck, compile.
+
+Every check is written once and runs on the CPU and, where a GPU exists, on CUDA.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import img2gray
+from tests.conftest import DEVICES, ROOT
+
+FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+ALL_DTYPES = [torch.uint8, *FLOAT_DTYPES]
+
+
+def all_rgb_triples() -> torch.Tensor:
+    """Every one of the 2^24 RGB triples, as a 4096×4096 image."""
+    v = torch.arange(1 << 24, dtype=torch.int32)
+    return torch.stack([(v >> 16) & 255, (v >> 8) & 255, v & 255], dim=-1).to(torch.uint8).reshape(4096, 4096, 3)
+
+
+def pillow_gray(rgb: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(Image.fromarray(rgb.numpy(), mode="RGB").convert("L")).copy())
+
+
+def reference_fp32(image: torch.Tensor) -> torch.Tensor:
+    """The documented float formula, in fp32 without fused multiply-adds, rounded once to the input dtype."""
+    x = image.float()
+    y = (0.299 * x[..., 0]) + (0.587 * x[..., 1])
+    return (y + 0.114 * x[..., 2]).to(image.dtype)
+
+
+def random_image(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> torch.Tensor:
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, dtype=dtype, device=device)
+    return torch.rand(shape, dtype=torch.float32, device=device).to(dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_uint8_matches_pillow_for_every_rgb_triple(device: str) -> None:
+    rgb = all_rgb_triples()
+    gray = img2gray.img2gray(rgb.to(device)).cpu()
+    expected = pillow_gray(rgb)
+    mismatches = (gray != expected).nonzero()
+    assert mismatches.numel() == 0, f"{len(mismatches)} triples differ from Pillow, first at {mismatches[:3].tolist()}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("photo", sorted((ROOT / "samples").glob("*.png")), ids=lambda p: p.name)
+def test_uint8_matches_pillow_on_photographs(photo: Path, device: str) -> None:
+    with Image.open(photo) as image:
+        rgb = torch.from_numpy(np.asarray(image.convert("RGB")).copy())
+    assert torch.equal(img2gray.img2gray(rgb.to(device)).cpu(), pillow_gray(rgb))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float32_relative_error_against_float64(device: str) -> None:
+    image = torch.rand(64, 257, 3, dtype=torch.float64) * 10 + 1e-3
+    ref = 0.299 * image[..., 0] + 0.587 * image[..., 1] + 0.114 * image[..., 2]
+    gray = img2gray.img2gray(image.float().to(device)).cpu().double()
+    assert ((gray - ref).abs() / ref.abs()).max().item() <= 1e-6
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_float_dtypes_are_the_fp32_value_rounded_once(device: str, dtype: torch.dtype) -> None:
+    image = random_image((3, 33, 65, 3), dtype, device)
+    gray = img2gray.img2gray(image)
+    assert gray.dtype == dtype and gray.device == image.device
+    assert torch.equal(gray.cpu(), reference_fp32(image.cpu()))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1, 3), (1, 7, 3), (3, 5, 3), (4097, 3, 3), (2, 3, 31, 17, 3)], ids=str)
+def test_shapes_and_leading_batch_dims(device: str, dtype: torch.dtype, shape: tuple[int, ...]) -> None:
+    image = random_image(shape, dtype, device)
+    gray = img2gray.img2gray(image)
+    assert gray.shape == shape[:-1]
+    assert torch.equal(gray.cpu(), img2gray.img2gray(image.cpu()))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cpu_and_device_results_are_identical(device: str) -> None:
+    for dtype in ALL_DTYPES:
+        image = random_image((37, 129, 3), dtype, "cpu")
+        assert torch.equal(img2gray.img2gray(image.to(device)).cpu(), reference_fp32(image) if dtype != torch.uint8
+                           else pillow_gray(image))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_non_contiguous_input(device: str, dtype: torch.dtype) -> None:
+    base = random_image((40, 50, 3), dtype, device)
+    views = {
+        "transposed": base.transpose(0, 1),
+        "strided": base[::2, 1::3],
+        "channels-first storage": random_image((3, 40, 50), dtype, device).permute(1, 2, 0),
+        "offset (misaligned)": base.flatten()[1 : 1 + 39 * 50 * 3].reshape(39, 50, 3),
+    }
+    for name, view in views.items():
+        assert torch.equal(img2gray.img2gray(view), img2gray.img2gray(view.contiguous())), name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_overload_writes_into_out(device: str) -> None:
+    image = random_image((4, 9, 3), torch.uint8, device)
+    out = torch.full((4, 9), 7, dtype=torch.uint8, device=device)
+    result = img2gray.img2gray(image, out=out)
+    assert result.data_ptr() == out.data_ptr()
+    assert torch.equal(out, img2gray.img2gray(image))
+    strided = torch.zeros(9, 4, dtype=torch.uint8, device=device).t()
+    img2gray.img2gray(image, out=strided)
+    assert torch.equal(strided, img2gray.img2gray(image))
+    assert torch.equal(torch.ops.img2gray.img2gray.out(image, out=out), out)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(0, 5, 3), (5, 0, 3), (2, 0, 0, 3)], ids=str)
+def test_empty_input_gives_empty_output(device: str, shape: tuple[int, ...]) -> None:
+    gray = img2gray.img2gray(torch.empty(shape, dtype=torch.uint8, device=device))
+    assert gray.shape == shape[:-1] and gray.numel() == 0
+
+
+@pytest.mark.parametrize(
+    ("image", "error", "message"),
+    [
+        (torch.zeros(4, 4, 4, dtype=torch.uint8), ValueError, "expected 3 channels in the last dimension (..., H, W, 3), got 4"),
+        (torch.zeros(4, 3, dtype=torch.uint8), ValueError, "expected image of rank >= 3 with shape (..., H, W, 3), got rank 2"),
+        (torch.zeros(4, 4, 3, dtype=torch.int32), TypeError, "expected image of dtype uint8, float16, bfloat16 or float32, got torch.int32"),
+        (np.zeros((4, 4, 3), dtype=np.uint8), TypeError, "expected image to be a torch.Tensor, got ndarray"),
+    ],
+    ids=["channels", "rank", "dtype", "not-a-tensor"],
+)
+def test_bad_image_is_refused_with_expected_and_given(image: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        img2gray.img2gray(image)  # type: ignore[arg-type]
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("out", "error", "message"),
+    [
+        (torch.empty(4, 5, dtype=torch.uint8), ValueError, "expected out of shape (4, 4), got (4, 5)"),
+        (torch.empty(4, 4, dtype=torch.float32), TypeError, "expected out of dtype torch.uint8 (the image's), got torch.float32"),
+        (torch.empty(4, 4, dtype=torch.uint8, device="meta"), ValueError, "expected out on cpu (the image's device), got out on meta"),
+    ],
+    ids=["shape", "dtype", "device"],
+)
+def test_bad_out_is_refused(out: torch.Tensor, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        img2gray.img2gray(torch.zeros(4, 4, 3, dtype=torch.uint8), out=out)
+    assert message in str(info.value)
+
+
+def test_the_op_itself_checks_its_input() -> None:
+    """Callers of torch.ops.img2gray.img2gray directly get the C++ checks (ValueError/TypeError too)."""
+    with pytest.raises(ValueError, match=r"expected an RGB image of shape \(..., H, W, 3\), got shape \[2, 2\]"):
+        torch.ops.img2gray.img2gray(torch.zeros(2, 2, dtype=torch.uint8))
+    with pytest.raises(TypeError, match="expected dtype uint8, float16, bfloat16 or float32, got Double"):
+        torch.ops.img2gray.img2gray(torch.zeros(2, 2, 3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_opcheck(device: str, dtype: torch.dtype) -> None:
+    image = random_image((2, 5, 7, 3), dtype, device)
+    torch.library.opcheck(torch.ops.img2gray.img2gray.default, (image,))
+    out = torch.empty(2, 5, 7, dtype=dtype, device=device)
+    # Not test_aot_dispatch_dynamic: functionalization refuses every custom op whose output carries an alias
+    # annotation (`-> Tensor(a!)`), which the out= convention requires; see README "Known limitations".
+    torch.library.opcheck(
+        torch.ops.img2gray.img2gray.out,
+        (image,),
+        {"out": out},
+        test_utils=("test_schema", "test_autograd_registration", "test_faketensor"),
+    )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_fullgraph_has_no_graph_break(device: str) -> None:
+    def normalised_gray(image: torch.Tensor) -> torch.Tensor:
+        return img2gray.img2gray(image).float() / 255.0
+
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(normalised_gray)(random_image((8, 8, 3), torch.uint8, device))
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    compiled = torch.compile(normalised_gray, fullgraph=True)
+    for shape in [(16, 24, 3), (2, 5, 7, 3)]:
+        image = random_image(shape, torch.uint8, device)
+        assert torch.equal(compiled(image), normalised_gray(image))

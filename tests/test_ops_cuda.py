@@ -1,0 +1,55 @@
+"""CUDA-only behaviour of the kernels in csrc/img2gray_cuda.cu (skipped without a GPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import img2gray
+from tests.test_ops import ALL_DTYPES, random_image
+
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="requires a CUDA GPU")]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("width", [1, 7, 15, 16, 17, 1023, 1920, 4097])
+def test_fast_kernel_equals_the_simple_reference_kernel(dtype: torch.dtype, width: int) -> None:
+    image = random_image((3, 11, width, 3), dtype, "cuda")
+    assert torch.equal(img2gray.img2gray(image), torch.ops.img2gray._img2gray_simple(image))
+
+
+def test_runs_on_the_current_stream() -> None:
+    image = random_image((1080, 1920, 3), torch.uint8, "cuda")
+    expected = img2gray.img2gray(image)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(10_000_000)  # keeps the side stream busy: a launch on another stream would finish first
+        gray = img2gray.img2gray(image)
+        out = torch.empty_like(expected)
+        img2gray.img2gray(image, out=out)
+    stream.synchronize()
+    assert torch.equal(gray, expected) and torch.equal(out, expected)
+
+
+def test_device_guard_uses_the_tensors_device() -> None:
+    last = torch.device("cuda", torch.cuda.device_count() - 1)
+    image = random_image((64, 64, 3), torch.uint8, str(last))
+    with torch.cuda.device(0):
+        gray = img2gray.img2gray(image)
+    assert gray.device == last and torch.equal(gray.cpu(), img2gray.img2gray(image.cpu()))
+
+
+def test_more_than_2_to_the_31_elements() -> None:
+    """int64 indexing: the input has 3 * 2^29 + 3 * 1024 > 2^31 elements."""
+    free, _ = torch.cuda.mem_get_info()
+    if free < 8 << 30:
+        pytest.skip("needs 8 GiB of free GPU memory")
+    h, w = (1 << 19) + 1, 1024
+    image = torch.randint(0, 256, (h, w, 3), dtype=torch.uint8, device="cuda")
+    assert image.numel() > 2**31
+    gray = img2gray.img2gray(image)
+    tail = image[-3:]
+    assert torch.equal(gray[-3:], img2gray.img2gray(tail.contiguous()))
+    assert torch.equal(gray[-3:].cpu(), img2gray.img2gray(tail.cpu()))
+    del image, gray
+    torch.cuda.empty_cache()
