@@ -11,8 +11,10 @@ for dtype in DTYPES:
     for shape in SHAPES:
         image = (torch.randint(0, 256, shape, device="cuda") if dtype == torch.uint8
                  else torch.rand(shape, device="cuda")).to(dtype)
-        misaligned = image.flatten()[1:].reshape(-1)[: image.numel() - 3].reshape(*shape[:-2], -1, 3) \
-            if image.numel() > 3 else image
+        # Same values 3 elements into a fresh buffer: contiguous, but not 16-byte aligned (scalar fallback).
+        buffer = torch.empty(image.numel() + 3, dtype=dtype, device="cuda")
+        misaligned = buffer[3:].view(shape)
+        misaligned.copy_(image)
         for x in (image, misaligned):
             fast = img2gray.img2gray(x)
             simple = torch.ops.img2gray._img2gray_simple(x)

@@ -40,11 +40,11 @@ def test_device_guard_uses_the_tensors_device() -> None:
 
 
 def test_more_than_2_to_the_31_elements() -> None:
-    """int64 indexing: the input has 3 * 2^29 + 3 * 1024 > 2^31 elements."""
+    """int64 indexing: the input has 3 * (2^20 + 1) * 1024 > 2^31 elements (3.2 GB)."""
     free, _ = torch.cuda.mem_get_info()
     if free < 8 << 30:
         pytest.skip("needs 8 GiB of free GPU memory")
-    h, w = (1 << 19) + 1, 1024
+    h, w = (1 << 20) + 1, 1024
     image = torch.randint(0, 256, (h, w, 3), dtype=torch.uint8, device="cuda")
     assert image.numel() > 2**31
     gray = img2gray.img2gray(image)

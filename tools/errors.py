@@ -56,3 +56,20 @@ class RevisionNotFound(HubError):
 
 class OfflineCacheMiss(HubError):
     """``HF_HUB_OFFLINE`` is set and the local cache does not hold what was asked for."""
+
+
+class IndexUnreachable(ToolError):
+    """A package index page that could not be fetched (server down, wrong URL, refused credentials)."""
+
+
+class TorchNotInstalled(ToolError):
+    """The target environment has no torch, so there is no torch version to match a wheel to."""
+
+
+class NoCompatibleWheel(ToolError):
+    """The index has the project, but no wheel of it fits the target's torch, Python and platform."""
+
+    def __init__(self, project: str, index_url: str, target: str, reasons: list[str], hint: str) -> None:
+        self.project, self.index_url, self.target, self.reasons, self.hint = project, index_url, target, reasons, hint
+        listed = "".join(f"\n  {reason}" for reason in reasons)
+        super().__init__(f"{project} has no wheel for {target} on {index_url}{listed}\nhint: {hint}")

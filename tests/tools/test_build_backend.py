@@ -1,0 +1,92 @@
+"""tools/build_backend.py + tools/build_wheel.py: the classic wheel's name, metadata, tags and binary."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from elftools.elf.elffile import ELFFile
+
+from tests.conftest import ROOT
+from tools.build_wheel import build
+from tools.wheelfile import read_wheel
+from tools.wheelname import WheelName, torch_minor
+
+
+def _dynamic(so: Path) -> tuple[list[str], set[str]]:
+    """(NEEDED libraries, undefined Py* symbols) of a shared object."""
+    with so.open("rb") as f:
+        elf = ELFFile(f)
+        dynamic = elf.get_section_by_name(".dynamic")
+        needed = [tag.needed for tag in dynamic.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
+        symbols = elf.get_section_by_name(".dynsym")
+        python = {s.name for s in symbols.iter_symbols() if s.name.startswith("Py") and s["st_shndx"] == "SHN_UNDEF"}
+    return needed, python
+
+
+def test_classic_wheel_name_metadata_and_tags(classic_wheel: Path) -> None:
+    name = WheelName.parse(classic_wheel.name)
+    minor = torch_minor(torch.__version__)
+    backend = f"cu{torch.version.cuda.replace('.', '')}" if torch.version.cuda else "cpu"
+    assert name.distribution == f"img2gray-{backend}"
+    assert str(name.version) == f"0.1.0+torch{minor}"
+    assert (name.python_tag, name.abi_tag, name.platform_tag) == ("cp39", "abi3", "manylinux_2_28_x86_64")
+    contents = read_wheel(classic_wheel)  # checks every RECORD hash
+    assert contents.metadata["version"] == str(name.version)
+    assert contents.metadata["name"] == name.distribution
+    assert f"torch=={minor}.*" in contents.metadata["requires_dist"]
+    info = json.loads(contents.files["img2gray/_build_info.json"])
+    assert info["torch"] == torch.__version__ and info["backend"] == backend
+
+
+def test_extension_uses_only_the_limited_api_stub(classic_wheel: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(classic_wheel) as wheel:
+        wheel.extract("img2gray/_C.abi3.so", tmp_path)
+    needed, python_symbols = _dynamic(tmp_path / "img2gray/_C.abi3.so")
+    assert python_symbols == {"PyModule_Create2"}
+    assert not any(lib.startswith("libpython") for lib in needed)
+    # torch and CUDA runtime come from the user's torch install, never grafted into the wheel
+    assert not [n for n in zipfile.ZipFile(classic_wheel).namelist() if n.startswith("img2gray_cu130.libs/")]
+
+
+def test_auditwheel_agrees_with_the_platform_tag(classic_wheel: Path) -> None:
+    shown = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(classic_wheel)],
+                           capture_output=True, text=True, check=True).stdout
+    shown = " ".join(shown.split())  # auditwheel wraps its lines
+    assert 'is consistent with the following platform tag:' in shown
+    constrained = shown.split('constrains the platform tag to "')[1].split('"')[0]
+    glibc = tuple(int(x) for x in constrained.split("_")[1:3])
+    assert glibc <= (2, 28), shown
+
+
+@pytest.mark.slow
+def test_cpu_only_switch_builds_img2gray_cpu(tmp_path: Path) -> None:
+    """IMG2GRAY_BACKEND=cpu: no CUDA code, linked without libtorch_cuda, named img2gray-cpu."""
+    os.environ["IMG2GRAY_BACKEND"] = "cpu"
+    try:
+        wheel = build(tmp_path / "out")
+    finally:
+        del os.environ["IMG2GRAY_BACKEND"]
+    name = WheelName.parse(wheel.name)
+    assert name.distribution == "img2gray-cpu" and name.platform_tag == "manylinux_2_28_x86_64"
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    needed, _ = _dynamic(site / "img2gray/_C.abi3.so")
+    assert not [lib for lib in needed if "cuda" in lib or "cudart" in lib], needed
+    probe = (
+        "import torch, img2gray;"
+        "assert img2gray.build_info().backend == 'cpu';"
+        "assert not torch._C._dispatch_has_kernel_for_dispatch_key('img2gray::img2gray', 'CUDA');"
+        "x = torch.tensor([[[255, 0, 0]]], dtype=torch.uint8); print(img2gray.img2gray(x).item())"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=str(site)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "76"
