@@ -1,0 +1,97 @@
+"""tools.variants: parse/str round trip for every family, precise reasons, and select()."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from tools.errors import InvalidVariantName
+from tools.variants import Backend, Noarch, Target, Torch, TorchStableAbi, TvmFfi, Variant, select
+
+NAMES = [
+    "torch29-cxx11-cu128-x86_64-linux",
+    "torch210-cxx11-cu130-x86_64-linux",
+    "torch26-cxx98-cu124-aarch64-linux",
+    "torch213-cxx11-rocm71-x86_64-linux",
+    "torch213-xpu20253-x86_64-linux",
+    "torch212-cxx11-cpu-aarch64-linux",
+    "torch213-metal-aarch64-darwin",
+    "torch210-cu128-x86_64-windows",
+    "torch-stable-abi211-cu130-x86_64-linux",
+    "tvm-ffi213-cu130-x86_64-linux",
+    "torch213-cxx11-cann81-aarch64-linux",
+    "torch-cuda",
+    "torch-cpu",
+    "torch-universal",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_round_trip(name: str) -> None:
+    assert str(Variant.parse(name)) == name
+
+
+def test_torch210_is_2_10_not_21_0() -> None:
+    v = Variant.parse("torch210-cxx11-cu128-x86_64-linux")
+    assert v.framework == Torch(Version("2.10"), "cxx11")
+    assert v.torch == Version("2.10")
+    assert v.backend_tag == "cu128"
+    assert v.arch is not None and v.arch.backend == Backend("cuda", Version("12.8"))
+
+
+def test_families() -> None:
+    assert Variant.parse("torch-stable-abi211-cu130-x86_64-linux").framework == TorchStableAbi(Version("2.11"))
+    assert Variant.parse("tvm-ffi213-cu130-x86_64-linux").framework == TvmFfi(Version("2.13"))
+    assert Variant.parse("torch-cuda") == Variant(Noarch("cuda"))
+    assert Variant.parse("torch-universal").backend_tag is None
+    assert Variant.parse("torch212-cxx11-rocm71-x86_64-linux").backend_tag == "rocm71"
+    assert Variant.parse("torch213-xpu20253-x86_64-linux").arch.backend.version == Version("2025.3")  # type: ignore[union-attr]
+    assert Variant.parse("torch212-cxx11-cpu-aarch64-linux").backend_tag == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("jax04-cu128-x86_64-linux", "expected torch<XY>"),
+        ("torch2-cxx11-cu128-x86_64-linux", "needs a major digit and a minor"),
+        ("torch28-cxx17-cu128-x86_64-linux", "neither 'cxx11' nor 'cxx98'"),
+        ("torch28-cxx11-cuda128-x86_64-linux", "unknown backend 'cuda128'"),
+        ("torch28-cxx11-cu128-riscv64-linux", "unknown CPU 'riscv64'"),
+        ("torch28-cxx11-cu128-x86_64-freebsd", "unknown OS 'freebsd'"),
+        ("torch28-cxx11-cu128-linux", "3 parts"),
+        ("torch-quantum", "unknown noarch backend 'quantum'"),
+        ("torch28-cxx11-cu0128-x86_64-linux", "canonical"),
+    ],
+)
+def test_rejections_are_precise(name: str, reason: str) -> None:
+    with pytest.raises(InvalidVariantName, match=reason) as info:
+        Variant.parse(name)
+    assert name in str(info.value)
+
+
+def test_select_keeps_every_decision() -> None:
+    sel = select(NAMES + ["garbage"])
+    accepted = {str(v) for v in sel.accepted}
+    rejected = {r.name: r.reason for r in sel.rejected}
+    assert accepted | set(rejected) == set(NAMES) | {"garbage"}
+    assert "tvm-ffi" in rejected["tvm-ffi213-cu130-x86_64-linux"]
+    assert "darwin" in rejected["torch213-metal-aarch64-darwin"]
+    assert "windows" in rejected["torch210-cu128-x86_64-windows"]
+    assert "expected torch" in rejected["garbage"]
+    # one noarch wheel from several noarch directories
+    assert "torch-cuda" in accepted and "same noarch wheel" in rejected["torch-cpu"]
+    assert "same noarch wheel" in rejected["torch-universal"]
+
+
+def test_select_cxx_twins_follow_pypi_torch_abi() -> None:
+    sel = select(["torch28-cxx11-cu128-x86_64-linux", "torch28-cxx98-cu128-x86_64-linux",
+                  "torch26-cxx11-cu124-x86_64-linux", "torch26-cxx98-cu124-x86_64-linux"])
+    assert {str(v) for v in sel.accepted} == {"torch28-cxx11-cu128-x86_64-linux", "torch26-cxx98-cu124-x86_64-linux"}
+    assert all("same wheel as" in r.reason for r in sel.rejected)
+
+
+def test_select_patterns() -> None:
+    sel = select(NAMES, Target(patterns=("*-cu130-*",)))
+    assert {str(v) for v in sel.accepted} == {"torch210-cxx11-cu130-x86_64-linux",
+                                              "torch-stable-abi211-cu130-x86_64-linux"}
+    assert any("not matched by --variant" in r.reason for r in sel.rejected)
