@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -11,7 +10,6 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 from urllib.parse import unquote
 
 import pytest
@@ -22,17 +20,9 @@ from tools import index
 from tools.errors import InvalidWheel, ToolError
 from tools.wheelfile import WheelContents, build_metadata, write_wheel
 from tools.wheelname import WheelName
+from tests.tools import standin_wheels as standin
 
 
-def _load_standin() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("standin_wheels", Path(__file__).with_name("standin_wheels.py"))
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-standin = _load_standin()
 
 T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"
 T214 = "img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl"

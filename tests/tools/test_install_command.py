@@ -5,13 +5,11 @@ from __future__ import annotations
 import base64
 import functools
 import http.server
-import importlib.util
 import json
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -20,17 +18,9 @@ from packaging.version import Version
 from tools import index, install_command
 from tools.errors import IndexUnreachable, NoCompatibleWheel
 from tools.install_command import Candidate, Target, plan_install, select
+from tests.tools import standin_wheels as standin
 
 
-def _load_standin() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("standin_wheels", Path(__file__).with_name("standin_wheels.py"))
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-standin = _load_standin()
 TAGS = frozenset({"cp311-abi3-manylinux_2_28_x86_64", "cp39-abi3-manylinux_2_28_x86_64", "py3-none-any"})
 T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"
 T214 = "img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl"

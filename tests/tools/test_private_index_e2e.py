@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.metadata
-import importlib.util
 import json
 import os
 import shutil
@@ -27,7 +26,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from urllib.parse import quote
 from typing import cast
 
@@ -38,18 +36,10 @@ from tools import index
 from tools.errors import NoCompatibleWheel
 from tools.install_command import Target, plan_install
 from tools.wheelname import WheelName
-
-
-def _load_standin() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("standin_wheels", Path(__file__).with_name("standin_wheels.py"))
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.tools import standin_wheels as standin
 
 
 pytestmark = pytest.mark.slow
-standin = _load_standin()
 PROJECT = "img2gray-cu130"
 PYPI = "https://pypi.org/simple"
 TORCH = importlib.metadata.version("torch")  # what the fresh venvs get: the suite's own torch (2.14.1)
