@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tools.wheelname import WheelName, torch_minor
+from tools.wheelname import WheelName, torch_label, torch_minor
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / "wheelhouse"
@@ -18,7 +18,7 @@ def _classic_wheels() -> list[Path]:
     return [
         p
         for p in sorted(WHEELHOUSE.glob("img2gray_*.whl"))
-        if WheelName.parse(p.name).version.local == f"torch{minor.major}.{minor.minor}"
+        if WheelName.parse(p.name).version.local == torch_label(minor)
     ]
 
 

@@ -48,7 +48,7 @@ from packaging.version import InvalidVersion, Version
 
 from tools.errors import InvalidWheel, ToolError
 from tools.wheelfile import read_wheel
-from tools.wheelname import WheelName
+from tools.wheelname import WheelName, labelled_torch, torch_label, torch_minor
 
 STATE_FILE = ".index-state.json"
 LOCK_FILE = ".index.lock"
@@ -59,11 +59,6 @@ REPOSITORY_VERSION = "1.0"
 _MAX_PATCH = 99
 
 
-def torch_index_name(minor: Version) -> str:
-    """``Version("2.14")`` → ``"torch2.14"``: the folder of that torch minor's sub-index under ``simple/``."""
-    return f"torch{minor.major}.{minor.minor}"
-
-
 def admits_torch_minor(specifier: SpecifierSet | None, minor: Version) -> bool:
     """Whether a wheel requiring ``torch<specifier>`` can be installed next to some torch ``X.Y.*`` release."""
     if specifier is None:
@@ -72,18 +67,6 @@ def admits_torch_minor(specifier: SpecifierSet | None, minor: Version) -> bool:
         specifier.contains(Version(f"{minor.major}.{minor.minor}.{patch}"), prereleases=True)
         for patch in range(_MAX_PATCH + 1)
     )
-
-
-def torch_label(version: Version) -> Version | None:
-    """``0.1.0+torch2.14`` → ``Version("2.14")``; ``None`` for a version without a ``torchX.Y`` local label."""
-    local = version.local or ""
-    if not local.startswith("torch"):
-        return None
-    try:
-        label = Version(local[len("torch") :])
-    except InvalidVersion:
-        return None
-    return Version(f"{label.major}.{label.minor}")
 
 
 @dataclass(frozen=True)
@@ -112,13 +95,13 @@ class IndexedWheel:
 
     def torch_minors(self) -> set[Version]:
         """The torch minors this wheel names: its ``+torchX.Y`` label and every version in its torch specifier."""
-        minors = {label} if (label := torch_label(self.name.version)) else set()
+        minors = {label} if (label := labelled_torch(self.name.version)) else set()
         for spec in self.torch_specifier or ():
             try:
                 version = Version(spec.version.removesuffix(".*"))
             except InvalidVersion:
                 continue
-            minors.add(Version(f"{version.major}.{version.minor}"))
+            minors.add(torch_minor(version))
         return minors
 
 
@@ -189,7 +172,7 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
             f"{name.distribution} {name.version}; rebuild the wheel so that both agree"
         )
     torch = torch_requirement_from(raw.get("requires_dist", []), path.name)
-    label = torch_label(name.version)
+    label = labelled_torch(name.version)
     if label is not None and not admits_torch_minor(torch, label):
         raise InvalidWheel(
             f"{path.name}: its version is labelled for torch {label} but it requires "
@@ -341,12 +324,12 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
     by_project: dict[str, list[IndexedWheel]] = {}
     for wheel in wheels:
         by_project.setdefault(wheel.project, []).append(wheel)
-    minors = {m for w in wheels for m in w.torch_minors()} | {Version(f"{v.major}.{v.minor}") for v in extra_torch}
+    minors = {m for w in wheels for m in w.torch_minors()} | {torch_minor(v) for v in extra_torch}
 
     project_pages: dict[str, bytes] = {}
     root_pages: dict[str, bytes] = {}
     for minor in sorted(minors):
-        sub = torch_index_name(minor)
+        sub = torch_label(minor)
         sub_projects = []
         for project, project_wheels in sorted(by_project.items()):
             fitting = [w for w in project_wheels if admits_torch_minor(w.torch_specifier, minor)]
@@ -357,7 +340,7 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
     for project, project_wheels in sorted(by_project.items()):
         project_pages[f"{project}/index.html"] = project_page(project, project_wheels, depth=2)
     root_pages["index.html"] = root_page(by_project)
-    report.torch_indexes = [torch_index_name(m) for m in sorted(minors)]
+    report.torch_indexes = [torch_label(m) for m in sorted(minors)]
 
     # 1. PEP 658 files, 2. project pages, 3. root pages: nothing links to a file before it exists.
     for path, metadata in metadata_files.items():

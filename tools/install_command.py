@@ -45,8 +45,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from tools.errors import IndexUnreachable, InvalidWheelName, NoCompatibleWheel, ToolError, TorchNotInstalled
-from tools.index import torch_index_name, torch_label, torch_requirement_from
-from tools.wheelname import WheelName, torch_minor
+from tools.index import torch_requirement_from
+from tools.wheelname import WheelName, labelled_torch, torch_label, torch_minor
 
 Installer = Literal["pip", "uv"]
 _TIMEOUT_S = 30
@@ -195,7 +195,7 @@ def torch_requirement_of(candidate: Candidate) -> SpecifierSet | None:
     if candidate.metadata_url is not None:
         metadata = fetch(candidate.metadata_url)
     if metadata is None:
-        label = torch_label(candidate.name.version)
+        label = labelled_torch(candidate.name.version)
         if label is not None:
             return SpecifierSet(f"=={label}.*")
         wheel = fetch(candidate.url)
@@ -287,7 +287,7 @@ def plan_install(
     best = accepted[0]
     url = index_url
     if target.torch is not None:
-        sub = index_url.rstrip("/") + f"/{torch_index_name(torch_minor(target.torch))}/"
+        sub = index_url.rstrip("/") + f"/{torch_label(torch_minor(target.torch))}/"
         sub_candidates = list_candidates(sub, project)
         if sub_candidates and best.filename in {c.filename for c in sub_candidates}:
             url = sub

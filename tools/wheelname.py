@@ -77,6 +77,22 @@ def torch_minor(torch_version: str | Version) -> Version:
     return Version(f"{version.major}.{version.minor}")
 
 
+def torch_label(torch: Version) -> str:
+    """``Version("2.14")`` → ``"torch2.14"``: the local version label, and the folder of that torch's sub-index."""
+    return f"torch{torch.major}.{torch.minor}"
+
+
+def labelled_torch(version: Version) -> Version | None:
+    """The inverse of ``kernel_version``: ``0.1.0+torch2.14`` → ``Version("2.14")``; None without such a label."""
+    local = version.local or ""
+    if not local.startswith("torch"):
+        return None
+    try:
+        return torch_minor(local[len("torch") :])
+    except InvalidWheelName:
+        return None
+
+
 def kernel_version(base: str | Version, torch: Version | None) -> Version:
     """The wheel version: ``0.1.0`` + torch 2.14 → ``0.1.0+torch2.14``; ``torch=None`` (stable ABI) → ``0.1.0``."""
     try:
@@ -90,7 +106,7 @@ def kernel_version(base: str | Version, torch: Version | None) -> Version:
         )
     if torch is None:
         return version
-    return Version(f"{version.public}+torch{torch.major}.{torch.minor}")
+    return Version(f"{version.public}+{torch_label(torch)}")
 
 
 def torch_requirement(torch: Version, *, stable_abi: bool = False) -> Requirement:

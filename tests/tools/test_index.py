@@ -195,11 +195,6 @@ def test_every_bad_wheel_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_torch_helpers() -> None:
-    assert index.torch_index_name(Version("2.14")) == "torch2.14"
-    assert index.torch_label(Version("0.1.0+torch2.14")) == Version("2.14")
-    assert index.torch_label(Version("0.1.0+torch2.9")) < index.torch_label(Version("0.1.0+torch2.10"))  # type: ignore[operator]
-    assert index.torch_label(Version("0.1.0")) is None
-    assert index.torch_label(Version("0.1.0+cu130")) is None
     assert index.admits_torch_minor(SpecifierSet("==2.14.*"), Version("2.14"))
     assert not index.admits_torch_minor(SpecifierSet("==2.14.*"), Version("2.13"))
     assert index.admits_torch_minor(SpecifierSet(">=2.14.1"), Version("2.14"))

@@ -35,7 +35,7 @@ from packaging.utils import canonicalize_name
 from tools import index
 from tools.errors import NoCompatibleWheel
 from tools.install_command import Target, plan_install
-from tools.wheelname import WheelName
+from tools.wheelname import WheelName, labelled_torch, torch_label
 from tests.tools import standin_wheels as standin
 
 
@@ -328,9 +328,9 @@ def test_converted_wheels_are_indexed_under_their_torch(static_index: str, wheel
     for wheel in wheels["converted"]:
         name = WheelName.parse(wheel.name)
         pages = [f"{static_index}/simple/{canonicalize_name(name.distribution)}/"]
-        label = index.torch_label(name.version)
+        label = labelled_torch(name.version)
         if label is not None:
-            pages.append(f"{static_index}/simple/{index.torch_index_name(label)}/{canonicalize_name(name.distribution)}/")
+            pages.append(f"{static_index}/simple/{torch_label(label)}/{canonicalize_name(name.distribution)}/")
         for page in pages:
             with urllib.request.urlopen(page, timeout=10) as response:
                 assert quote(wheel.name) in response.read().decode(), page

@@ -11,7 +11,9 @@ from tools.wheelname import (
     cuda_backend_tag,
     distribution_name,
     kernel_version,
+    labelled_torch,
     manylinux_tag,
+    torch_label,
     torch_minor,
     torch_requirement,
 )
@@ -48,6 +50,14 @@ def test_versions_carry_a_dotted_torch_label_that_sorts_numerically() -> None:
         kernel_version("0.1.0+x", Version("2.14"))
     with pytest.raises(InvalidWheelName, match="is not a PEP 440 version"):
         kernel_version("zero", Version("2.14"))
+
+
+def test_torch_label_and_its_inverse() -> None:
+    assert torch_label(Version("2.14")) == "torch2.14"
+    assert labelled_torch(Version("0.1.0+torch2.14")) == Version("2.14")
+    assert labelled_torch(Version("0.1.0+torch2.9")) < labelled_torch(Version("0.1.0+torch2.10"))  # type: ignore[operator]
+    assert labelled_torch(Version("0.1.0")) is None
+    assert labelled_torch(Version("0.1.0+cu130")) is None
 
 
 def test_torch_requirement() -> None:
