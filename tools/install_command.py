@@ -42,7 +42,7 @@ import packaging
 from packaging.metadata import parse_email
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from tools.errors import IndexUnreachable, InvalidWheelName, NoCompatibleWheel, ToolError, TorchNotInstalled
 from tools.index import torch_requirement_from

@@ -92,10 +92,10 @@ def _metadata_bytes(raw: RawMetadata) -> bytes:
         message = Metadata.from_raw(raw).as_rfc822()
     except Exception as exc:  # packaging raises an ExceptionGroup of InvalidMetadata
         raise InvalidWheel(f"METADATA for {raw.get('name')!r} is invalid: {exc}") from None
-    for field in dict.fromkeys(message.keys()):
-        values = message.get_all(field) or []
-        del message[field]
-        spelled = _FIELD_SPELLING.get(field.lower(), "-".join(w.capitalize() for w in field.split("-")))
+    for name in dict.fromkeys(message.keys()):
+        values = message.get_all(name) or []
+        del message[name]
+        spelled = _FIELD_SPELLING.get(name.lower(), "-".join(w.capitalize() for w in name.split("-")))
         for value in values:
             message[spelled] = value
     return message.as_bytes()

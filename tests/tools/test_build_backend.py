@@ -13,7 +13,6 @@ import pytest
 import torch
 from elftools.elf.elffile import ELFFile
 
-from tests.conftest import ROOT
 from tools.build_wheel import build
 from tools.wheelfile import read_wheel
 from tools.wheelname import WheelName, torch_minor
