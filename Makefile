@@ -8,20 +8,26 @@ PIP := $(PY) -m pip
 
 # Build the extension into wheelhouse/, install it, and convert a bundled photograph.
 demo: install
-	mkdir -p build
-	$(PY) -m img2gray samples/chelsea.png build/chelsea-gray.png
+	mkdir -p dist
+	$(PY) -m img2gray samples/chelsea.png dist/chelsea-gray.png
 
-# Run the test suite (CPU; CUDA tests skip without a GPU).
+# Run the test suite (CPU; CUDA tests skip without a GPU) against the installed classic build, then the op tests
+# again against the stable-ABI build of the same sources (unpacked into dist/site-stable, first on sys.path).
 test: install
 	$(PY) -m pytest
+	$(PY) -m pytest --img2gray-site dist/site-stable tests/test_ops.py tests/test_ops_cuda.py
 
-# pip wheel (CUDA sources compiled with nvcc when torch and the toolkit have CUDA) + auditwheel repair.
+# pip wheel (CUDA sources compiled with nvcc when torch and the toolkit have CUDA) + auditwheel repair, once per
+# ABI: classic (img2gray-cu130 0.1.0+torch2.14) and stable (img2gray-cu130 0.1.0, every torch >= 2.10).
 wheel: venv
-	mkdir -p build
-	$(PY) -m tools.build_wheel --out wheelhouse > build/.wheel-path
+	mkdir -p dist
+	$(PY) -m tools.build_wheel --abi classic --out wheelhouse > dist/.wheel-path
+	$(PY) -m tools.build_wheel --abi stable --out wheelhouse > dist/.stable-wheel-path
 
 install: wheel
-	$(PIP) install --no-deps --force-reinstall "$$(cat build/.wheel-path)"
+	$(PIP) install --no-deps --force-reinstall "$$(cat dist/.wheel-path)"
+	rm -rf dist/site-stable
+	$(PIP) install --no-deps --target dist/site-stable "$$(cat dist/.stable-wheel-path)"
 
 venv: $(VENV)/.installed
 
@@ -29,8 +35,8 @@ $(VENV)/.installed: requirements/dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install -r requirements/dev.txt
-	mkdir -p build
+	mkdir -p dist
 	touch $@
 
 clean:
-	rm -rf build build-cmake wheelhouse/*.whl
+	rm -rf build build-cmake dist wheelhouse/*.whl

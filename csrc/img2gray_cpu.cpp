@@ -1,16 +1,10 @@
-// CPU kernel: multithreaded with at::parallel_for; the inner loop is a plain indexed loop over one dtype that
-// gcc/clang vectorise at -O3 (interleaved stride-3 loads, no branches, no calls).
-#include "img2gray.h"
+// CPU kernel: a plain indexed loop per dtype that gcc/clang vectorise at -O3 (interleaved stride-3 loads, no
+// branches, no calls). Threading is the caller's (torch's parallel_for), so this file needs no torch library.
+#include "kernels.h"
 #include "luma.h"
-
-#include <ATen/Dispatch_v2.h>
-#include <ATen/Parallel.h>
 
 namespace img2gray {
 namespace {
-
-// Pixels per task: large enough that thread start-up is noise, small enough to split a 1080p frame.
-constexpr int64_t kGrainPixels = 1 << 16;
 
 template <typename T>
 __attribute__((always_inline)) inline void convert_range_impl(const T* __restrict__ rgb, T* __restrict__ gray,
@@ -28,9 +22,9 @@ __attribute__((always_inline)) inline void convert_range_impl(const T* __restric
 #define IMG2GRAY_CPU_CLONES
 #endif
 
-#define IMG2GRAY_DEFINE_CONVERT_RANGE(T)                                                   \
-  IMG2GRAY_CPU_CLONES void convert_range(const T* rgb, T* gray, int64_t count) {           \
-    convert_range_impl(rgb, gray, count);                                                  \
+#define IMG2GRAY_DEFINE_CONVERT_RANGE(T)                                         \
+  IMG2GRAY_CPU_CLONES void convert_range(const T* rgb, T* gray, int64_t count) { \
+    convert_range_impl(rgb, gray, count);                                        \
   }
 IMG2GRAY_DEFINE_CONVERT_RANGE(uint8_t)
 IMG2GRAY_DEFINE_CONVERT_RANGE(float)
@@ -38,21 +32,24 @@ IMG2GRAY_DEFINE_CONVERT_RANGE(c10::Half)
 IMG2GRAY_DEFINE_CONVERT_RANGE(c10::BFloat16)
 #undef IMG2GRAY_DEFINE_CONVERT_RANGE
 
+template <typename T>
+void convert_typed(const void* rgb, void* gray, int64_t begin, int64_t end) {
+  convert_range(static_cast<const T*>(rgb) + 3 * begin, static_cast<T*>(gray) + begin, end - begin);
+}
+
 }  // namespace
 
-void img2gray_cpu_kernel(const at::Tensor& image, at::Tensor& out) {
-  TORCH_INTERNAL_ASSERT(image.device().is_cpu() && image.is_contiguous() && out.is_contiguous());
-  const int64_t pixels = out.numel();
-  if (pixels == 0) {
-    return;
+void convert_cpu(Dtype dtype, const void* rgb, void* gray, int64_t begin, int64_t end) {
+  switch (dtype) {
+    case Dtype::kUint8:
+      return convert_typed<uint8_t>(rgb, gray, begin, end);
+    case Dtype::kFloat32:
+      return convert_typed<float>(rgb, gray, begin, end);
+    case Dtype::kFloat16:
+      return convert_typed<c10::Half>(rgb, gray, begin, end);
+    case Dtype::kBFloat16:
+      return convert_typed<c10::BFloat16>(rgb, gray, begin, end);
   }
-  AT_DISPATCH_V2(image.scalar_type(), "img2gray_cpu", AT_WRAP([&] {
-    const scalar_t* rgb = image.const_data_ptr<scalar_t>();
-    scalar_t* gray = out.mutable_data_ptr<scalar_t>();
-    at::parallel_for(0, pixels, kGrainPixels, [&](int64_t begin, int64_t end) {
-      convert_range(rgb + 3 * begin, gray + begin, end - begin);
-    });
-  }), at::kByte, at::kFloat, at::kHalf, at::kBFloat16);
 }
 
 }  // namespace img2gray

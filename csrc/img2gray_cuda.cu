@@ -2,13 +2,9 @@
 // around 16-byte memory transactions: one "chunk" is the pixels whose gray values fill 16 bytes
 // (16 uint8, 8 half/bf16, 4 float pixels), read as three 16-byte loads and written as one 16-byte store.
 // benchmarks/NOTES.md records the versions tried and what each measured.
-#include "img2gray.h"
+#include "kernels.h"
 #include "luma.h"
 
-#include <ATen/Dispatch_v2.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -83,23 +79,29 @@ __global__ void img2gray_scalar_kernel(const T* __restrict__ rgb, T* __restrict_
 }
 
 template <typename T>
-void launch_scalar(const T* rgb, T* gray, int64_t pixels, cudaStream_t stream) {
+cudaError_t launch_scalar(const T* rgb, T* gray, int64_t pixels, cudaStream_t stream) {
   const int64_t blocks = (pixels + kThreads - 1) / kThreads;
   img2gray_scalar_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(rgb, gray, pixels);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return cudaGetLastError();
 }
 
-int resident_blocks(int device) {
+cudaError_t resident_blocks(int device, int* blocks) {
   // Cached per device: cudaDeviceGetAttribute is cheap but this sits on the per-call path.
   static int cache[64] = {};
-  int& blocks = cache[device % 64];
-  if (blocks == 0) {
+  int& cached = cache[device % 64];
+  if (cached == 0) {
     int sms = 0, threads_per_sm = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
-    blocks = sms * std::max(1, threads_per_sm / kThreads);
+    cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess) {
+      err = cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device);
+    }
+    if (err != cudaSuccess) {
+      return err;
+    }
+    cached = sms * std::max(1, threads_per_sm / kThreads);
   }
-  return blocks;
+  *blocks = cached;
+  return cudaSuccess;
 }
 
 bool is_aligned(const void* p) {
@@ -107,53 +109,55 @@ bool is_aligned(const void* p) {
 }
 
 template <typename T>
-void launch_fast(const T* rgb, T* gray, int64_t pixels, int device, cudaStream_t stream) {
+cudaError_t launch_fast(const T* rgb, T* gray, int64_t pixels, int device, cudaStream_t stream) {
   if (!is_aligned(rgb) || !is_aligned(gray)) {
-    launch_scalar(rgb, gray, pixels, stream);
-    return;
+    return launch_scalar(rgb, gray, pixels, stream);
   }
   const int64_t chunks = pixels / Chunk<T>::kPixels;
   if (chunks > 0) {
+    int resident = 0;
+    if (const cudaError_t err = resident_blocks(device, &resident); err != cudaSuccess) {
+      return err;
+    }
     const int64_t wanted = (chunks + kThreads - 1) / kThreads;
-    const int blocks = static_cast<int>(std::min<int64_t>(wanted, resident_blocks(device)));
+    const int blocks = static_cast<int>(std::min<int64_t>(wanted, resident));
     img2gray_vector_kernel<T><<<blocks, kThreads, 0, stream>>>(
         reinterpret_cast<const uint4*>(rgb), reinterpret_cast<uint4*>(gray), chunks);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) {
+      return err;
+    }
   }
   const int64_t done = chunks * Chunk<T>::kPixels;
-  if (done < pixels) {
-    launch_scalar(rgb + 3 * done, gray + done, pixels - done, stream);
-  }
+  return done < pixels ? launch_scalar(rgb + 3 * done, gray + done, pixels - done, stream) : cudaSuccess;
 }
 
-template <bool kSimple>
-void dispatch(const at::Tensor& image, at::Tensor& out) {
-  TORCH_INTERNAL_ASSERT(image.is_cuda() && image.is_contiguous() && out.is_contiguous());
-  const int64_t pixels = out.numel();
-  if (pixels == 0) {
-    return;
-  }
-  const c10::cuda::CUDAGuard guard(image.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(image.device().index());
-  AT_DISPATCH_V2(image.scalar_type(), "img2gray_cuda", AT_WRAP([&] {
-    const scalar_t* rgb = image.const_data_ptr<scalar_t>();
-    scalar_t* gray = out.mutable_data_ptr<scalar_t>();
-    if constexpr (kSimple) {
-      launch_scalar(rgb, gray, pixels, stream);
-    } else {
-      launch_fast(rgb, gray, pixels, image.device().index(), stream);
-    }
-  }), at::kByte, at::kFloat, at::kHalf, at::kBFloat16);
+template <typename T>
+cudaError_t launch_typed(CudaKernel kernel, const void* rgb, void* gray, int64_t pixels, int device,
+                         cudaStream_t stream) {
+  const T* src = static_cast<const T*>(rgb);
+  T* dst = static_cast<T*>(gray);
+  return kernel == CudaKernel::kSimple ? launch_scalar(src, dst, pixels, stream)
+                                       : launch_fast(src, dst, pixels, device, stream);
 }
 
 }  // namespace
 
-void img2gray_cuda_kernel(const at::Tensor& image, at::Tensor& out) {
-  dispatch<false>(image, out);
-}
-
-void img2gray_cuda_simple_kernel(const at::Tensor& image, at::Tensor& out) {
-  dispatch<true>(image, out);
+cudaError_t launch_cuda(CudaKernel kernel, Dtype dtype, const void* rgb, void* gray, int64_t pixels, int device,
+                        cudaStream_t stream) {
+  if (pixels == 0) {
+    return cudaSuccess;
+  }
+  switch (dtype) {
+    case Dtype::kUint8:
+      return launch_typed<uint8_t>(kernel, rgb, gray, pixels, device, stream);
+    case Dtype::kFloat32:
+      return launch_typed<float>(kernel, rgb, gray, pixels, device, stream);
+    case Dtype::kFloat16:
+      return launch_typed<c10::Half>(kernel, rgb, gray, pixels, device, stream);
+    case Dtype::kBFloat16:
+      return launch_typed<c10::BFloat16>(kernel, rgb, gray, pixels, device, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace img2gray

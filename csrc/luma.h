@@ -1,8 +1,9 @@
 // The per-pixel formula, written once for the CPU and CUDA kernels.
 #pragma once
 
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
+// The header-only half types: the same c10::Half/BFloat16 as ATen's, usable under the stable ABI too.
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
 
 #include <cstdint>
 

@@ -1,16 +1,49 @@
-"""Shared fixtures: the classic wheel `make install` built, and the devices the op is tested on."""
+"""Shared fixtures: the wheels `make wheel` built, the build under test, and the devices the op is tested on.
+
+``--img2gray-site DIR`` puts an unpacked build (``make install`` writes the stable-ABI one to
+build/site-stable) first on ``sys.path``, so the same op tests run against it instead of the installed build.
+"""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.venvs import fresh_venv
+
 from tools.wheelname import WheelName, torch_label, torch_minor
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / "wheelhouse"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--img2gray-site", type=Path, default=None,
+                     help="test the img2gray package in this folder (e.g. build/site-stable) instead of the installed one")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    site = config.getoption("--img2gray-site")
+    if site is None:
+        return
+    if not (site / "img2gray" / "__init__.py").is_file():
+        raise pytest.UsageError(f"--img2gray-site {site}: expected an unpacked img2gray build (img2gray/__init__.py) there")
+    sys.path.insert(0, str(site.resolve()))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    import img2gray
+
+    info = img2gray.build_info()
+    location = Path(img2gray.__file__).parent
+    site = config.getoption("--img2gray-site")
+    if site is not None and site.resolve() not in location.parents:
+        raise pytest.UsageError(f"--img2gray-site {site}: img2gray was imported from {location} instead")
+    return f"img2gray {img2gray.__version__}: {info.abi} ABI, {info.backend}, built with torch {info.torch} ({location})"
 
 
 def _classic_wheels() -> list[Path]:
@@ -20,6 +53,11 @@ def _classic_wheels() -> list[Path]:
         for p in sorted(WHEELHOUSE.glob("img2gray_*.whl"))
         if WheelName.parse(p.name).version.local == torch_label(minor)
     ]
+
+
+def stable_wheels(backend: str) -> list[Path]:
+    """Stable-ABI wheels in wheelhouse/: no torch label in the version."""
+    return [p for p in sorted(WHEELHOUSE.glob(f"img2gray_{backend}-*.whl")) if WheelName.parse(p.name).version.local is None]
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +76,16 @@ def _devices() -> list[object]:
 
 
 DEVICES = _devices()
+
+
+# Besides torch: what tests/test_ops.py needs, so the op tests can run in this venv too.
+OP_TEST_REQUIREMENTS = ("pytest>=8", "numpy", "pillow", "packaging>=26", "expecttest")
+
+
+@pytest.fixture(scope="session")
+def torch213_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the CPU-only torch 2.13.0 (the file on this machine's disk) and the op tests' needs."""
+    venv = fresh_venv(tmp_path_factory.mktemp("venv") / "torch213")
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "torch==2.13.0",
+                    *OP_TEST_REQUIREMENTS], check=True)
+    return venv

@@ -160,11 +160,30 @@ def test_bad_out_is_refused(out: torch.Tensor, error: type[Exception], message: 
 
 
 def test_the_op_itself_checks_its_input() -> None:
-    """Callers of torch.ops.img2gray.img2gray directly get the C++ checks (ValueError/TypeError too)."""
-    with pytest.raises(ValueError, match=r"expected an RGB image of shape \(..., H, W, 3\), got shape \[2, 2\]"):
+    """Callers of torch.ops.img2gray.img2gray directly get the C++ checks, with the same messages in both builds.
+
+    The classic build raises ValueError/TypeError (TORCH_CHECK_VALUE/TYPE); the stable ABI has only
+    STD_TORCH_CHECK, which surfaces as RuntimeError (the Python wrapper raises the typed errors first).
+    """
+    classic = img2gray.build_info().abi == "classic"
+    with pytest.raises(ValueError if classic else RuntimeError,
+                       match=r"expected an RGB image of shape \(..., H, W, 3\), got shape \[2, 2\]"):
         torch.ops.img2gray.img2gray(torch.zeros(2, 2, dtype=torch.uint8))
-    with pytest.raises(TypeError, match="expected dtype uint8, float16, bfloat16 or float32, got Double"):
+    with pytest.raises(TypeError if classic else RuntimeError,
+                       match="expected dtype uint8, float16, bfloat16 or float32, got Double"):
         torch.ops.img2gray.img2gray(torch.zeros(2, 2, 3, dtype=torch.float64))
+    with pytest.raises(TypeError if classic else RuntimeError, match=r"expected out of dtype Byte \(the image's\), got Float"):
+        torch.ops.img2gray.img2gray.out(torch.zeros(2, 2, 3, dtype=torch.uint8), out=torch.empty(2, 2))
+    with pytest.raises(ValueError if classic else RuntimeError, match=r"expected out of shape \[2, 2\], got \[2, 3\]"):
+        torch.ops.img2gray.img2gray.out(torch.zeros(2, 2, 3, dtype=torch.uint8), out=torch.empty(2, 3, dtype=torch.uint8))
+
+
+def test_the_op_refuses_an_out_that_overlaps_its_input() -> None:
+    image = torch.zeros(4, 4, 3, dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match="out overlaps the image's memory"):
+        torch.ops.img2gray.img2gray.out(image, out=image[..., 0])
+    with pytest.raises(RuntimeError, match="more than one element of .* refers to a single memory location"):
+        torch.ops.img2gray.img2gray.out(image, out=torch.zeros(1, dtype=torch.uint8).expand(4, 4))
 
 
 @pytest.mark.parametrize("device", DEVICES)

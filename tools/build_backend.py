@@ -49,8 +49,8 @@ def retag_built_wheel(contents: WheelContents) -> WheelContents:
     if len(info_files) != 1:
         raise InvalidWheel(f"{contents.name.filename}: expected one <package>/_build_info.json, found {info_files}")
     info = json.loads(contents.files[info_files[0]])
-    torch = torch_minor(info["torch"])
     stable = info["abi"] == "stable"
+    torch = torch_minor(info["requires_torch"])  # the building minor (classic) or the stable-ABI target
     name = WheelName(
         distribution=distribution_name(info["kernel"], info["backend"]),
         version=kernel_version(info["version"], None if stable else torch),

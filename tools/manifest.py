@@ -29,6 +29,8 @@ class BuildManifest:
     version: str
     backends: tuple[str, ...]
     cuda_capabilities: tuple[str, ...]
+    license: str | None = None
+    stable_abi: str | None = None  # [torch] stable-abi: the oldest torch a stable-ABI build supports, e.g. "2.10"
 
     @property
     def python_package(self) -> str:
@@ -54,7 +56,17 @@ class BuildManifest:
             for cap in kernel.get("cuda-capabilities", []):
                 if cap not in capabilities:
                     capabilities.append(cap)
-        return cls(name, version, tuple(general.get("backends", [])), tuple(capabilities))
+        stable_abi = data.get("torch", {}).get("stable-abi")
+        if stable_abi is not None and not (isinstance(stable_abi, str) and _is_minor(stable_abi)):
+            raise InvalidManifest(f"{path}: [torch] stable-abi must be a torch minor such as \"2.10\"; got {stable_abi!r}")
+        license_ = general.get("license")
+        return cls(name, version, tuple(general.get("backends", [])), tuple(capabilities),
+                   license_ if isinstance(license_, str) else None, stable_abi)
+
+
+def _is_minor(text: str) -> bool:
+    major, _, minor = text.partition(".")
+    return major.isdigit() and minor.isdigit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"NAME={manifest.name}")
     print(f"VERSION={manifest.version}")
     print(f"CUDA_CAPABILITIES={';'.join(manifest.cuda_capabilities)}")
+    print(f"STABLE_ABI={manifest.stable_abi or ''}")
     return 0
 
 

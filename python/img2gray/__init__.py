@@ -4,10 +4,8 @@ Importing the package loads the compiled library, which registers the op's CPU (
 kernels with the dispatcher; ``img2gray.img2gray`` is the checked Python entry point.
 """
 
-import torch  # noqa: F401  (loads libtorch before our library, which links against it)
-
-from . import _C  # noqa: F401  (runs the TORCH_LIBRARY registrations)
 from ._build_info import BuildInfo, build_info
+from . import _ops  # noqa: F401  (loads the compiled library, which registers the op)
 from .ops import img2gray
 
 __all__ = ["BuildInfo", "build_info", "img2gray", "__version__"]

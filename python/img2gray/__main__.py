@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-import img2gray
+from . import __version__, build_info, img2gray
+from ._ops import add_op_namespace_prefix
 
 _DISPATCH_KEYS = ("CPU", "CUDA", "Meta")
 
@@ -28,18 +29,18 @@ def _devices() -> list[torch.device]:
 
 
 def sanity_check() -> bool:
-    info = img2gray.build_info()
-    print(f"img2gray {img2gray.__version__} ({info.abi} ABI, backend {info.backend})")
+    info = build_info()
+    print(f"img2gray {__version__} ({info.abi} ABI, backend {info.backend})")
     print(f"  built with torch {info.torch}, CUDA {info.cuda or '-'}, arch list {' '.join(info.cuda_arch_list) or '-'}")
     print(f"  running torch {torch.__version__}, CUDA {torch.version.cuda or '-'}")
-    for overload in ("img2gray::img2gray", "img2gray::img2gray.out"):
+    for overload in (add_op_namespace_prefix("img2gray"), add_op_namespace_prefix("img2gray.out")):
         keys = [k for k in _DISPATCH_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(overload, k)]
         print(f"  {overload}: kernels for {', '.join(keys)}")
     ok = True
     rgb = torch.tensor([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 255]]], dtype=torch.uint8)
     expected = torch.tensor([[76, 150, 29, 255]], dtype=torch.uint8)  # Pillow's convert("L") of the same pixels
     for device in _devices():
-        gray = img2gray.img2gray(rgb.to(device)).cpu()
+        gray = img2gray(rgb.to(device)).cpu()
         good = torch.equal(gray, expected)
         ok &= good
         print(f"  {device}: {gray.tolist()[0]} {'ok' if good else f'WRONG (expected {expected.tolist()[0]})'}")
@@ -53,7 +54,7 @@ def convert_file(source: Path, target: Path) -> bool:
         image = opened.convert("RGB")
     device = _devices()[-1]
     rgb = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8).reshape(image.height, image.width, 3)
-    gray = img2gray.img2gray(rgb.to(device)).cpu()
+    gray = img2gray(rgb.to(device)).cpu()
     Image.fromarray(gray.numpy(), mode="L").save(target)
     pillow = torch.frombuffer(bytearray(image.convert("L").tobytes()), dtype=torch.uint8)
     same = torch.equal(gray.flatten(), pillow)

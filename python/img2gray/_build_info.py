@@ -15,6 +15,8 @@ class BuildInfo:
     version: str
     backend: str  # "cu130", "cpu", ...
     abi: str  # "classic" (tied to one torch minor) or "stable" (torch stable ABI)
+    requires_torch: str  # "2.14" (classic: that minor only) or "2.10" (stable: that minor or newer)
+    ops_namespace: str  # torch.ops namespace the library registers ("img2gray" in wheels)
     torch: str  # the torch version compiled against, e.g. "2.14.1+cu130"
     cuda: Optional[str]  # toolkit major.minor, None for CPU-only builds
     cuda_arch_list: Tuple[str, ...]
@@ -28,6 +30,8 @@ def build_info() -> BuildInfo:
         version=data["version"],
         backend=data["backend"],
         abi=data["abi"],
+        requires_torch=data["requires_torch"],
+        ops_namespace=data["ops_namespace"],
         torch=data["torch"],
         cuda=data["cuda"],
         cuda_arch_list=tuple(data["cuda_arch_list"]),

@@ -11,6 +11,8 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from ._ops import add_op_namespace_prefix, ops
+
 __all__ = ["img2gray", "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = (torch.uint8, torch.float16, torch.bfloat16, torch.float32)
@@ -29,9 +31,9 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
     """
     _check_image(image)
     if out is None:
-        return torch.ops.img2gray.img2gray.default(image)
+        return ops.img2gray.default(image)
     _check_out(image, out)
-    return torch.ops.img2gray.img2gray.out(image, out=out)
+    return ops.img2gray.out(image, out=out)
 
 
 def _check_image(image: object) -> None:
@@ -65,19 +67,19 @@ def _check_out(image: Tensor, out: object) -> None:
         )
 
 
-@torch.library.register_fake("img2gray::img2gray")
+@torch.library.register_fake(add_op_namespace_prefix("img2gray"))
 def _img2gray_fake(image: Tensor) -> Tensor:
     torch._check(image.dim() >= 3 and image.shape[-1] == 3, lambda: "expected (..., H, W, 3)")
     torch._check(image.dtype in SUPPORTED_DTYPES, lambda: f"unsupported dtype {image.dtype}")
     return image.new_empty(image.shape[:-1])
 
 
-@torch.library.register_fake("img2gray::img2gray.out")
+@torch.library.register_fake(add_op_namespace_prefix("img2gray.out"))
 def _img2gray_out_fake(image: Tensor, *, out: Tensor) -> Tensor:
     torch._check(tuple(out.shape) == tuple(image.shape[:-1]), lambda: "out has the wrong shape")
     return out
 
 
-@torch.library.register_fake("img2gray::_img2gray_simple")
+@torch.library.register_fake(add_op_namespace_prefix("_img2gray_simple"))
 def _img2gray_simple_fake(image: Tensor) -> Tensor:
     return image.new_empty(image.shape[:-1])

@@ -1,0 +1,175 @@
+// The stable-ABI binding: torch::stable::Tensor and STABLE_TORCH_LIBRARY, compiled with TORCH_TARGET_VERSION
+// set to torch 2.10 (CMakeLists.txt). It reaches torch only through the versioned C shims, so one binary runs
+// under every torch >= 2.10 (no at::/c10:: symbol is imported; tests check the ELF). Same schema, checks and
+// kernels as classic/torch_binding.cpp; errors surface as RuntimeError (the Python wrapper raises the typed
+// ValueError/TypeError before the op is reached).
+#include "../byte_span.h"
+#include "../kernels.h"
+#include "../ops_names.h"
+#include "../python_module.h"
+
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/headeronly/core/ScalarType.h>
+#include <torch/headeronly/util/Exception.h>
+
+#ifdef IMG2GRAY_WITH_CUDA
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/accelerator.h>
+#include <torch/csrc/stable/macros.h>
+#endif
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// The stable headers look up newer shims with dlsym(RTLD_DEFAULT, ...). glibc 2.34 moved dlsym into libc under
+// a new symbol version; binding the old one (present in every glibc since 2.2.5, via libdl) keeps the binary
+// loadable on glibc 2.28, i.e. honestly manylinux_2_28 (CMakeLists.txt links -ldl).
+#if defined(__x86_64__) && defined(__GLIBC__)
+__asm__(".symver dlsym,dlsym@GLIBC_2.2.5");
+#endif
+
+namespace img2gray {
+namespace {
+
+using torch::headeronly::ScalarType;
+using torch::stable::Tensor;
+
+// "[2, 2]": shapes in messages as ATen prints them, so both builds say the same thing.
+std::string format_shape(torch::headeronly::IntHeaderOnlyArrayRef sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(sizes[i]);
+  }
+  return text + "]";
+}
+
+Dtype kernel_dtype(ScalarType type) {
+  switch (type) {
+    case ScalarType::Byte:
+      return Dtype::kUint8;
+    case ScalarType::Float:
+      return Dtype::kFloat32;
+    case ScalarType::Half:
+      return Dtype::kFloat16;
+    case ScalarType::BFloat16:
+      return Dtype::kBFloat16;
+    default:
+      STD_TORCH_CHECK(false, "img2gray: expected dtype uint8, float16, bfloat16 or float32, got ",
+                      torch::headeronly::toString(type));
+  }
+}
+
+std::vector<int64_t> gray_shape(const Tensor& image) {
+  const auto sizes = image.sizes();
+  return std::vector<int64_t>(sizes.begin(), sizes.end() - 1);
+}
+
+void check_image(const Tensor& image) {
+  STD_TORCH_CHECK(image.dim() >= 3 && image.size(image.dim() - 1) == 3,
+                  "img2gray: expected an RGB image of shape (..., H, W, 3), got shape ", format_shape(image.sizes()));
+  kernel_dtype(image.scalar_type());
+}
+
+ByteSpan span(const Tensor& t) {
+  return byte_span(t.data_ptr(), t.sizes(), t.strides(), t.element_size());
+}
+
+void check_out(const Tensor& image, const Tensor& out) {
+  STD_TORCH_CHECK(out.scalar_type() == image.scalar_type(), "img2gray: expected out of dtype ",
+                  torch::headeronly::toString(image.scalar_type()), " (the image's), got ",
+                  torch::headeronly::toString(out.scalar_type()));
+  STD_TORCH_CHECK(out.is_cuda() == image.is_cuda() && out.get_device_index() == image.get_device_index(),
+                  "img2gray: expected out on the image's device");
+  const auto out_sizes = out.sizes();
+  const std::vector<int64_t> expected = gray_shape(image);
+  STD_TORCH_CHECK(std::vector<int64_t>(out_sizes.begin(), out_sizes.end()) == expected,
+                  "img2gray: expected out of shape ", format_shape(expected), ", got ", format_shape(out_sizes));
+  for (int64_t d = 0; d < out.dim(); ++d) {
+    STD_TORCH_CHECK(out.size(d) <= 1 || out.stride(d) != 0,
+                    "img2gray: more than one element of out refers to a single memory location (internal overlap)");
+  }
+  STD_TORCH_CHECK(out.numel() == 0 || image.numel() == 0 || !overlap(span(out), span(image)),
+                  "img2gray: out overlaps the image's memory");
+}
+
+// Kernel runners: `image` contiguous (..., 3), `out` contiguous with image.numel() / 3 elements.
+using Runner = void (*)(const Tensor& image, Tensor& out);
+
+void run_cpu(const Tensor& image, Tensor& out) {
+  const Dtype dtype = kernel_dtype(image.scalar_type());
+  const void* rgb = image.const_data_ptr();
+  void* gray = out.mutable_data_ptr();
+  torch::stable::parallel_for(0, out.numel(), kCpuGrainPixels,
+                              [&](int64_t begin, int64_t end) { convert_cpu(dtype, rgb, gray, begin, end); });
+}
+
+#ifdef IMG2GRAY_WITH_CUDA
+template <CudaKernel kKernel>
+void run_cuda(const Tensor& image, Tensor& out) {
+  const int32_t device = image.get_device_index();
+  const torch::stable::accelerator::DeviceGuard guard(device);
+  // The AOTI shim, not Stream::nativeHandle(), which needs torch 2.13.
+  void* stream = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
+  STD_CUDA_CHECK(launch_cuda(kKernel, kernel_dtype(image.scalar_type()), image.const_data_ptr(),
+                             out.mutable_data_ptr(), out.numel(), device, static_cast<cudaStream_t>(stream)));
+}
+#endif
+
+template <Runner kRun>
+Tensor functional(const Tensor& image) {
+  check_image(image);
+  Tensor out = torch::stable::new_empty(image, gray_shape(image));  // contiguous, image's dtype and device
+  Tensor rgb = torch::stable::contiguous(image);
+  if (out.numel() > 0) {
+    kRun(rgb, out);
+  }
+  return out;
+}
+
+template <Runner kRun>
+Tensor out_variant(const Tensor& image, Tensor out) {
+  check_image(image);
+  check_out(image, out);
+  if (out.numel() == 0) {
+    return out;
+  }
+  Tensor rgb = torch::stable::contiguous(image);  // non-contiguous input: one copy, then the fast path
+  if (out.is_contiguous()) {
+    kRun(rgb, out);
+  } else {
+    Tensor dense = torch::stable::new_empty(out, gray_shape(image));
+    kRun(rgb, dense);
+    torch::stable::copy_(out, dense);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace img2gray
+
+IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
+  m.def("img2gray(Tensor image) -> Tensor");
+  m.def("img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!)");
+  // The one-pixel-per-thread CUDA kernel, kept as a reference for tests and benchmarks (CUDA builds only).
+  m.def("_img2gray_simple(Tensor image) -> Tensor");
+}
+
+IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
+  m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
+  m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cpu>));
+}
+
+#ifdef IMG2GRAY_WITH_CUDA
+IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
+  using img2gray::CudaKernel;
+  m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kFast>>));
+  m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cuda<CudaKernel::kFast>>));
+  m.impl("_img2gray_simple", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kSimple>>));
+}
+#endif
+
+IMG2GRAY_DEFINE_PYTHON_MODULE()
