@@ -31,7 +31,8 @@ class InvalidWheel(ToolError, ValueError):
 
 
 class InvalidVariant(ToolError, ValueError):
-    """A build variant whose files cannot go into a wheel (unsafe path, non-ELF ``.so``, no Python package)."""
+    """A build variant whose files cannot go into a wheel or onto the Hub (unsafe path, non-ELF ``.so``, no Python
+    package, no ``metadata.json`` digest)."""
 
 
 class DigestMismatch(ToolError, ValueError):
@@ -73,3 +74,22 @@ class NoCompatibleWheel(ToolError):
         self.project, self.index_url, self.target, self.reasons, self.hint = project, index_url, target, reasons, hint
         listed = "".join(f"\n  {reason}" for reason in reasons)
         super().__init__(f"{project} has no wheel for {target} on {index_url}{listed}\nhint: {hint}")
+
+
+# --- tools.publish ---------------------------------------------------------------------------------------
+
+
+class InvalidBuildDir(ToolError, ValueError):
+    """A build folder that cannot be published: missing, without variants, or holding entries that are not variants."""
+
+
+class InvalidReleaseVersion(ToolError, ValueError):
+    """A ``--version`` that is not a final PEP 440 release (``1.2.3``), so it cannot name a ``v<version>`` tag."""
+
+
+class VersionExists(HubError):
+    """The ``v<version>`` tag is already on the remote: a published version is never moved or overwritten."""
+
+
+class PublishFailed(HubError):
+    """The remote refused or failed a write (clone, commit, push, upload, branch or tag creation)."""
