@@ -1,4 +1,8 @@
-"""Side-by-side speed of the installed img2gray op: ``python benchmarks/bench_img2gray.py [--cpu-only]``.
+"""Side-by-side speed of the installed img2gray op: ``python benchmarks/bench_img2gray.py [--cpu-only] [--also DIR]``.
+
+``--also DIR`` adds another build of the op as a contender: a Hub-layout variant folder from
+tools/build_variants.py (e.g. build/torch-stable-abi210-cu130-x86_64-linux), loaded the way the ``kernels``
+library loads it. Its ops live in their own namespace, so both builds run in one process on the same inputs.
 
 Builds nothing: it measures whatever ``import img2gray`` finds. For each input it first checks that every
 contender computes the same result (fresh random input, poisoned output buffer), then times them in the same
@@ -11,17 +15,21 @@ CPU: img2gray against Pillow's ``convert("L")`` and eager torch on the same imag
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
 
 import torch
 
 import img2gray
 
+OTHER_BUILDS: dict[str, ModuleType] = {}  # contender name → a variant package loaded with --also
 WARMUP = 5
 REPEATS = 50
 L2_ROTATE_BYTES = 512 << 20  # rotate through enough inputs to keep them out of the 60 MB L2 (H200)
@@ -93,9 +101,21 @@ def time_stream(fn: Callable[[torch.Tensor], object], inputs: list[torch.Tensor]
     return statistics.median(results)
 
 
+def load_variant(folder: Path) -> ModuleType:
+    """Import a build/<variant>/ package under its metadata id, as kernels' importer does."""
+    module_id = json.loads((folder / "metadata.json").read_text())["id"]
+    spec = importlib.util.spec_from_file_location(module_id, folder / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_id] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def contenders(dtype: torch.dtype, compiled: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, Callable]:
     named: dict[str, Callable] = {
         "img2gray": img2gray.img2gray,
+        **{name: build.img2gray for name, build in OTHER_BUILDS.items()},
         "simple kernel": torch.ops.img2gray._img2gray_simple,
         "torch.compile": compiled,
         "eager torch": reference_expression,
@@ -155,14 +175,14 @@ def gpu_rows() -> tuple[list[Row], dict[str, str]]:
         copy_src = torch.empty(row.bytes_moved // 2, dtype=torch.uint8, device="cuda")
         copy_dst = torch.empty_like(copy_src)
         if mode == "single":
-            row.ms["copy"] = time_single(lambda: copy_dst.copy_(copy_src))
+            row.ms["copy"] = time_single(lambda dst=copy_dst, src=copy_src: dst.copy_(src))
             for name, fn in named.items():
-                row.ms[name] = time_single(lambda fn=fn: fn(image))
+                row.ms[name] = time_single(lambda fn=fn, x=image: fn(x))
         else:
             count = max(2, L2_ROTATE_BYTES // in_bytes)
             inputs = [random_image(shape, dtype, "cuda") for _ in range(count)]
             srcs = [torch.empty(row.bytes_moved // 2, dtype=torch.uint8, device="cuda") for _ in range(count)]
-            row.ms["copy"] = time_stream(lambda s: copy_dst.copy_(s), srcs)
+            row.ms["copy"] = time_stream(lambda s, dst=copy_dst: dst.copy_(s), srcs)
             for name, fn in named.items():
                 row.ms[name] = time_stream(fn, inputs)
             del inputs, srcs
@@ -171,6 +191,33 @@ def gpu_rows() -> tuple[list[Row], dict[str, str]]:
         del image, copy_src, copy_dst
         torch.cuda.empty_cache()
     return rows, notes
+
+
+def host_overhead_rows(device: str) -> list[Row]:
+    """Per-call cost on the host (dispatch, checks, allocation, launch) for a tiny image: wall-clock time of
+    many back-to-back calls. On CUDA the calls only enqueue work, so this is the CPU cost a caller pays."""
+    image = random_image((8, 8, 3), torch.uint8, device)
+    named = {"img2gray": img2gray.img2gray, **{n: b.img2gray for n, b in OTHER_BUILDS.items()},
+             "op without wrapper": torch.ops.img2gray.img2gray.default,
+             **{f"{n} op without wrapper": b._ops.ops.img2gray.default for n, b in OTHER_BUILDS.items()},
+             "eager torch": reference_expression}
+    row = Row("8x8 per call", "uint8", f"host {device}", 0)
+    for name, fn in named.items():
+        samples = []
+        for _ in range(7):
+            for _ in range(100):
+                fn(image)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(2000):
+                fn(image)
+            samples.append((time.perf_counter() - start) / 2000 * 1e3)
+            if device == "cuda":
+                torch.cuda.synchronize()
+        row.ms[name] = statistics.median(samples)
+    row.ms["copy"] = row.ms["img2gray"]  # no copy baseline for overhead rows
+    return [row]
 
 
 def cpu_rows() -> list[Row]:
@@ -186,8 +233,11 @@ def cpu_rows() -> list[Row]:
             raise SystemExit(f"img2gray differs from Pillow on the CPU for {label}")
         row = Row(label, "uint8", f"cpu x{torch.get_num_threads()}", image.numel() + image.numel() // 3)
         dst = torch.empty_like(image)
-        for name, fn in {"img2gray": lambda: img2gray.img2gray(image), "Pillow": lambda: pil.convert("L"),
-                         "eager torch": lambda: reference_expression(image), "copy": lambda: dst.copy_(image)}.items():
+        timed = {"img2gray": lambda: img2gray.img2gray(image),
+                 **{n: (lambda b=b: b.img2gray(image)) for n, b in OTHER_BUILDS.items()},
+                 "Pillow": lambda: pil.convert("L"),
+                 "eager torch": lambda: reference_expression(image), "copy": lambda: dst.copy_(image)}
+        for name, fn in timed.items():
             for _ in range(3):
                 fn()
             times = []
@@ -206,6 +256,10 @@ def print_table(rows: list[Row]) -> None:
     for row in rows:
         others = [n for n in row.ms if n not in ("img2gray", "copy")]
         ratio = " ".join(f"{row.ms[n] / row.ms['img2gray']:.2f}x {n};" for n in others)
+        if row.bytes_moved == 0:  # per-call overhead rows: times only
+            times = " ".join(f"{n} {row.ms[n] * 1e3:.1f} us;" for n in others)
+            print(f"| {row.case} | {row.dtype} | {row.mode} | - | {row.ms['img2gray'] * 1e3:.1f} us | - | - | {times} |")
+            continue
         print(f"| {row.case} | {row.dtype} | {row.mode} | {row.gbps('img2gray'):.0f} GB/s | {row.ms['img2gray'] * 1e3:.1f} us "
               f"| {100 * row.ms['copy'] / row.ms['img2gray']:.1f} % | {row.gbps('copy'):.0f} GB/s | {ratio} |")
 
@@ -214,15 +268,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpu-only", action="store_true")
     parser.add_argument("--json", help="also write every measurement to this file")
+    parser.add_argument("--also", type=Path, action="append", default=[],
+                        help="another build of the op to time alongside: a build/<variant>/ folder (repeatable)")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, img2gray {img2gray.__version__} ({img2gray.build_info().abi} ABI)")
+    for folder in args.also:
+        build = load_variant(folder)
+        name = f"img2gray {build.build_info().abi} ABI ({folder.name})"
+        OTHER_BUILDS[name] = build
+        print(f"also: {name}, ops {build.build_info().ops_namespace}")
     rows: list[Row] = []
     notes: dict[str, str] = {}
     if torch.cuda.is_available() and not args.cpu_only:
         print(f"device: {torch.cuda.get_device_name()}, driver CUDA {torch.version.cuda}")
         gpu, notes = gpu_rows()
-        rows += gpu
-    rows += cpu_rows()
+        rows += gpu + host_overhead_rows("cuda")
+    rows += cpu_rows() + host_overhead_rows("cpu")
     print("| input | dtype | mode | img2gray | per call | % of copy | copy | time of others / img2gray |")
     print("|---|---|---|---|---|---|---|---|")
     print_table(rows)

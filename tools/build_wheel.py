@@ -26,8 +26,9 @@ from tools.errors import ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PLATFORM = "manylinux_2_28_x86_64"
-# Provided at run time by the installed torch wheel (RUNPATH $ORIGIN/../torch/lib) and its nvidia-* deps.
-EXCLUDED_LIBRARIES = ("libtorch*.so", "libc10*.so", "libcudart.so.*")
+# Provided at run time by the installed torch wheel (RUNPATH $ORIGIN/../torch/lib) and its nvidia-* deps;
+# libgomp.so.1 is torch's own OpenMP runtime (torch/lib/libgomp.so.1), which the classic build's parallel_for uses.
+EXCLUDED_LIBRARIES = ("libtorch*.so", "libc10*.so", "libcudart.so.*", "libgomp.so.*")
 
 
 class BuildFailed(ToolError):
