@@ -11,23 +11,23 @@ demo: install
 	mkdir -p dist
 	$(PY) -m img2gray samples/chelsea.png dist/chelsea-gray.png
 
-# Run the test suite (CPU; CUDA tests skip without a GPU) against the installed classic build, then the op tests
-# again against the stable-ABI build of the same sources (unpacked into dist/site-stable, first on sys.path).
+# Run the test suite (CPU; CUDA tests skip without a GPU) against the installed stable-ABI build, then the op
+# tests again against the classic build of the same sources (unpacked into dist/site-classic, first on sys.path).
 test: install
 	$(PY) -m pytest
-	$(PY) -m pytest --img2gray-site dist/site-stable tests/test_ops.py tests/test_ops_cuda.py
+	$(PY) -m pytest --img2gray-site dist/site-classic tests/test_ops.py tests/test_ops_cuda.py
 
 # pip wheel (CUDA sources compiled with nvcc when torch and the toolkit have CUDA) + auditwheel repair, once per
-# ABI: classic (img2gray-cu130 0.1.0+torch2.14) and stable (img2gray-cu130 0.1.0, every torch >= 2.10).
+# ABI: stable (img2gray-cu130 0.1.0, every torch >= 2.10; the default) and classic (0.1.0+torch2.14).
 wheel: venv
 	mkdir -p dist
-	$(PY) -m tools.build_wheel --abi classic --out wheelhouse > dist/.wheel-path
-	$(PY) -m tools.build_wheel --abi stable --out wheelhouse > dist/.stable-wheel-path
+	$(PY) -m tools.build_wheel --abi stable --out wheelhouse > dist/.wheel-path
+	$(PY) -m tools.build_wheel --abi classic --out wheelhouse > dist/.classic-wheel-path
 
 install: wheel
 	$(PIP) install --no-deps --force-reinstall "$$(cat dist/.wheel-path)"
-	rm -rf dist/site-stable
-	$(PIP) install --no-deps --target dist/site-stable "$$(cat dist/.stable-wheel-path)"
+	rm -rf dist/site-classic
+	$(PIP) install --no-deps --target dist/site-classic "$$(cat dist/.classic-wheel-path)"
 
 venv: $(VENV)/.installed
 

@@ -1,7 +1,7 @@
 """Shared fixtures: the wheels `make wheel` built, the build under test, and the devices the op is tested on.
 
-``--img2gray-site DIR`` puts an unpacked build (``make install`` writes the stable-ABI one to
-build/site-stable) first on ``sys.path``, so the same op tests run against it instead of the installed build.
+``--img2gray-site DIR`` puts an unpacked build (``make install`` writes the classic one to
+dist/site-classic) first on ``sys.path``, so the same op tests run against it instead of the installed build.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ WHEELHOUSE = ROOT / "wheelhouse"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--img2gray-site", type=Path, default=None,
-                     help="test the img2gray package in this folder (e.g. build/site-stable) instead of the installed one")
+                     help="test the img2gray package in this folder (e.g. dist/site-classic) instead of the installed one")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,8 +1,8 @@
 """The stable-ABI build (IMG2GRAY_ABI=stable): its wheel, its binary, and the CPU-only torch path.
 
-The op itself is tested by running tests/test_ops.py against this build (`make test` does, with
-``--img2gray-site build/site-stable``); here are the properties only this build has: one file for every
-torch >= 2.10, no ATen/c10 symbol in the binary, and a CPU-only wheel that a CPU-only torch can load.
+The op itself is tested by tests/test_ops.py: `make test` installs this build (the default) and runs the suite,
+then runs the op tests again on the classic build. Here are the properties only this build has: one file for
+every torch >= 2.10, no ATen/c10 symbol in the binary, and a CPU-only wheel that a CPU-only torch can load.
 """
 
 from __future__ import annotations
@@ -110,14 +110,17 @@ def test_cpu_only_wheel_runs_the_op_tests_under_cpu_torch_2_13(cpu_stable_wheel:
     install = subprocess.run([python, "-m", "pip", "install", "--find-links", str(cpu_stable_wheel.parent),
                               "img2gray-cpu"], capture_output=True, text=True)
     assert install.returncode == 0, install.stderr
-    tests = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py"],
-                           cwd=ROOT, capture_output=True, text=True)
-    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
-    assert " failed" not in tests.stdout and " passed" in tests.stdout
-    header = subprocess.run([python, "-c", "import img2gray, torch; i = img2gray.build_info(); "
-                             "print(torch.__version__, i.abi, i.backend, img2gray.__file__)"],
-                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
-    assert header[:3] == ["2.13.0+cpu", "stable", "cpu"] and str(torch213_venv) in header[3]
+    try:
+        tests = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py"],
+                               cwd=ROOT, capture_output=True, text=True)
+        assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+        assert " failed" not in tests.stdout and " passed" in tests.stdout
+        header = subprocess.run([python, "-c", "import img2gray, torch; i = img2gray.build_info(); "
+                                 "print(torch.__version__, i.abi, i.backend, img2gray.__file__)"],
+                                cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+        assert header[:3] == ["2.13.0+cpu", "stable", "cpu"] and str(torch213_venv) in header[3]
+    finally:  # the venv is shared by the session's tests
+        subprocess.run([python, "-m", "pip", "uninstall", "-q", "-y", "img2gray-cpu"], check=True)
 
 
 def test_cuda_wheel_under_cpu_only_torch_says_what_to_install(stable_wheel: Path, torch213_venv: Path,

@@ -1,8 +1,9 @@
 """Build an img2gray wheel and repair it into ``wheelhouse/``: ``python -m tools.build_wheel [--abi stable]``.
 
-``--abi classic`` (default) builds against ATen: ``img2gray-cu130 0.1.0+torch2.14``, ``torch==2.14.*``.
 ``--abi stable`` builds against the torch stable ABI: ``img2gray-cu130 0.1.0``, ``torch>=2.10``, one file for
-every torch from 2.10 on. ``IMG2GRAY_BACKEND=cpu`` makes either a CPU-only ``img2gray-cpu`` wheel.
+every torch from 2.10 on (the default whenever the build's torch is 2.10 or newer). ``--abi classic`` builds
+against ATen: ``img2gray-cu130 0.1.0+torch2.14``, ``torch==2.14.*`` (the default for an older torch).
+``IMG2GRAY_BACKEND=cpu`` makes either a CPU-only ``img2gray-cpu`` wheel.
 
 1. ``pip wheel --no-build-isolation --no-deps`` (the build must see the venv's torch; an isolated build would
    download a different multi-GB torch), which runs ``tools.build_backend`` → ``img2gray_cu130-…-linux_x86_64.whl``.
@@ -26,9 +27,8 @@ from tools.errors import ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PLATFORM = "manylinux_2_28_x86_64"
-# Provided at run time by the installed torch wheel (RUNPATH $ORIGIN/../torch/lib) and its nvidia-* deps;
-# libgomp.so.1 is torch's own OpenMP runtime (torch/lib/libgomp.so.1), which the classic build's parallel_for uses.
-EXCLUDED_LIBRARIES = ("libtorch*.so", "libc10*.so", "libcudart.so.*", "libgomp.so.*")
+# Provided at run time by the installed torch wheel (RUNPATH $ORIGIN/../torch/lib) and its nvidia-* deps.
+EXCLUDED_LIBRARIES = ("libtorch*.so", "libc10*.so", "libcudart.so.*")
 
 
 class BuildFailed(ToolError):
@@ -45,12 +45,12 @@ def _run(command: list[str], **env_overrides: str) -> None:
         raise BuildFailed(f"command failed with exit code {result.returncode}: {' '.join(command)}")
 
 
-ABIS = ("classic", "stable")
+ABIS = ("auto", "stable", "classic")
 
 
 def selected_abi(abi: str | None = None) -> str:
-    """``abi`` if given, else ``$IMG2GRAY_ABI``, else classic; refused unless classic or stable."""
-    chosen = (abi or os.environ.get("IMG2GRAY_ABI") or "classic").lower()
+    """``abi`` if given, else ``$IMG2GRAY_ABI``, else auto (CMakeLists.txt: stable for torch >= [torch] stable-abi)."""
+    chosen = (abi or os.environ.get("IMG2GRAY_ABI") or "auto").lower()
     if chosen not in ABIS:
         raise BuildFailed(f"the ABI must be one of {', '.join(ABIS)}; got {chosen!r}")
     return chosen
@@ -67,7 +67,7 @@ def build_dir(abi: str) -> str:
 def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT, abi: str | None = None) -> Path:
     """Compile, rename (tools.build_backend) and repair; returns the wheel written to ``out_dir``.
 
-    ``abi``: classic or stable (None: ``$IMG2GRAY_ABI``, else classic)."""
+    ``abi``: auto, stable or classic (None: ``$IMG2GRAY_ABI``, else auto)."""
     abi = selected_abi(abi)
     out_dir.mkdir(parents=True, exist_ok=True)
     # Staging folders inside out_dir: the final move is an atomic rename, and a failure leaves no wheel.
@@ -93,8 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "wheelhouse", help="output folder (default: wheelhouse/)")
     parser.add_argument("--abi", choices=ABIS, default=None,
-                        help="classic (ATen, one torch minor) or stable (torch stable ABI, torch >= 2.10); "
-                             "default: $IMG2GRAY_ABI, else classic")
+                        help="stable (torch stable ABI, one wheel for torch >= 2.10), classic (ATen, one torch "
+                             "minor) or auto (stable when the torch is new enough); default: $IMG2GRAY_ABI, else auto")
     parser.add_argument("--plat", default=DEFAULT_PLATFORM, help=f"platform tag to repair to (default: {DEFAULT_PLATFORM})")
     args = parser.parse_args(argv)
     try:

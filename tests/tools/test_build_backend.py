@@ -13,7 +13,7 @@ import pytest
 import torch
 from elftools.elf.elffile import ELFFile
 
-from tools.build_wheel import build
+from tools.build_wheel import BuildFailed, build, selected_abi
 from tools.wheelfile import read_wheel
 from tools.wheelname import WheelName, torch_minor
 
@@ -66,10 +66,11 @@ def test_auditwheel_agrees_with_the_platform_tag(classic_wheel: Path) -> None:
 
 @pytest.mark.slow
 def test_cpu_only_switch_builds_img2gray_cpu(tmp_path: Path) -> None:
-    """IMG2GRAY_BACKEND=cpu: no CUDA code, linked without libtorch_cuda, named img2gray-cpu."""
+    """IMG2GRAY_BACKEND=cpu (classic ABI here; tests/test_stable_abi.py builds the stable one): no CUDA code,
+    linked without libtorch_cuda, named img2gray-cpu."""
     os.environ["IMG2GRAY_BACKEND"] = "cpu"
     try:
-        wheel = build(tmp_path / "out")
+        wheel = build(tmp_path / "out", abi="classic")
     finally:
         del os.environ["IMG2GRAY_BACKEND"]
     name = WheelName.parse(wheel.name)
@@ -89,3 +90,12 @@ def test_cpu_only_switch_builds_img2gray_cpu(tmp_path: Path) -> None:
                             env=dict(os.environ, PYTHONPATH=str(site)))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "76"
+
+
+def test_abi_switch_is_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("IMG2GRAY_ABI", raising=False)
+    assert selected_abi(None) == "auto"  # CMake then picks stable for torch >= build.toml's [torch] stable-abi
+    monkeypatch.setenv("IMG2GRAY_ABI", "Stable")
+    assert selected_abi(None) == "stable" and selected_abi("classic") == "classic"
+    with pytest.raises(BuildFailed, match="the ABI must be one of auto, stable, classic; got 'bogus'"):
+        selected_abi("bogus")

@@ -296,24 +296,27 @@ def test_the_config_alone_selects_no_cuda_image() -> None:
 def test_matrix_is_cuda_by_abi_with_matching_images_torch_and_arch_lists() -> None:
     entries = matrix_entries(load_workflow()["jobs"]["build"])
     assert sorted((e["cuda"], e["abi"]) for e in entries) == sorted(itertools.product(CUDA_VERSIONS, ABIS))
-    capabilities = list(BuildManifest.load(ROOT / "build.toml").cuda_capabilities)
+    manifest = BuildManifest.load(ROOT / "build.toml")
+    capabilities = list(manifest.cuda_capabilities)
+    floor = Version(manifest.stable_abi or "2.10")  # the oldest torch a stable-ABI wheel claims (torch>=2.10)
     dev_torch = next(r for r in dev_requirements() if r.name == "torch")
     for entry in entries:
         cuda = entry["cuda"]
         assert entry["tag"] == "cu" + cuda.replace(".", "")
         assert entry["image"] == f"pytorch/manylinux2_28-builder:cuda{cuda}"
         torch = Version(entry["torch"])
-        if cuda == "13.0":
+        assert entry["arch-list"] == ("" if cuda == "13.0" else " ".join(
+            c for c in capabilities if c not in CUDA_13_ONLY_CAPABILITIES))
+        if entry["abi"] == "classic":
+            # the stable-ABI wheel is published for torch >= 2.10; the classic build serves the torches before it
+            assert torch.release[:2] < floor.release
+        elif cuda == "13.0":
             # the torch of requirements/dev.txt, which `make test` builds and tests against
             assert torch in dev_torch.specifier and str(dev_torch.specifier).startswith("==")
-            assert entry["arch-list"] == ""  # build.toml's list
         else:
             assert torch.release[:2] <= LAST_CU128_TORCH.release
-            assert entry["arch-list"].split() == [c for c in capabilities if c not in CUDA_13_ONLY_CAPABILITIES]
         if entry["abi"] == "stable":
-            # the oldest torch a stable-ABI wheel claims (Requires-Dist torch>=2.10) is the one it is tested with
-            target = re.search(r'set\(STABLE_ABI_TARGET "([0-9.]+)"\)', (ROOT / "CMakeLists.txt").read_text())
-            floor = Version(target.group(1)) if target else Version("2.10")
+            # ... and the oldest torch it claims is the one it is tested with
             assert Version(entry["test-torch"]).release[:2] == floor.release
         else:
             assert "test-torch" not in entry
