@@ -41,8 +41,6 @@ from tools.variants import Arch, Backend, Torch, TorchStableAbi, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_SOURCES = ROOT / "python" / "img2gray"
-# What a variant folder must not carry from the source package: the wheel's own library and build facts.
-_NOT_COPIED = {"_C.abi3.so", "_build_info.json"}
 # metadata.json's digest covers every file but these (kernels-data's hash_variant rule).
 _DIGEST_EXCLUDED = {"metadata.json", "metadata.json.sigstore"}
 
@@ -229,7 +227,7 @@ def assemble_variant(plan: VariantPlan, ops_name: str, prefix: Path, manifest: B
         staging = Path(staging_root) / "variant"
         staging.mkdir()
         for source in sorted(PACKAGE_SOURCES.iterdir()):
-            if source.is_file() and source.name not in _NOT_COPIED and source.suffix in (".py", ".typed"):
+            if source.is_file() and source.suffix in (".py", ".typed"):  # the package's Python files (pyext)
                 shutil.copy2(source, staging / source.name)
         (staging / "_ops.py").write_text(ops_module_source(ops_name), encoding="utf-8")
         shutil.copy2(libraries[0], staging / f"{ops_name}.abi3.so")
@@ -246,6 +244,7 @@ def assemble_variant(plan: VariantPlan, ops_name: str, prefix: Path, manifest: B
 
 def build_variants(envs: Sequence[TorchEnv], *, abis: Sequence[str] = ("classic", "stable"), out: Path = ROOT / "build",
                    work_root: Path = ROOT / "build-cmake" / "variants") -> list[Path]:
+    """Build every planned variant into ``out/<variant>/``; returns the folders written, in plan order."""
     manifest = BuildManifest.load(ROOT / "build.toml")
     ident = build_id()
     plans = plan_variants(envs, abis, manifest.stable_abi)

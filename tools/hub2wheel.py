@@ -245,6 +245,14 @@ def _base_version(source: Source, options: Options, metadata: Mapping[str, Any],
     )
 
 
+def _description(kernel: str, package: str, variant: Variant, source: Source, name: WheelName) -> str:
+    return (
+        f"# {name.distribution} {name.version}\n\n"
+        f"The `{kernel}` kernel's build variant `{variant}`, repackaged as a wheel by `tools.hub2wheel` from "
+        f"{source.label}. Import it as `import {package}`; its files are the variant's, unchanged.\n"
+    )
+
+
 def build_variant(variant: Variant, variant_dir: Path, source: Source, options: Options) -> WheelContents:
     """Check one variant directory and return the wheel it becomes (nothing is written)."""
     where = f"build/{variant}"
@@ -288,6 +296,7 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
         requires_dist=_requirements(variant, metadata, where),
         requires_python=SpecifierSet(tags.requires_python) if tags.requires_python else None,
         summary=f"{kernel} kernel, build variant {variant}, repackaged from {source.label}",
+        description=_description(kernel, package, variant, source, name),
     )
     if isinstance(metadata.get("license"), str):
         raw["license"] = metadata["license"]

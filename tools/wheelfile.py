@@ -62,6 +62,7 @@ def build_metadata(
     requires_dist: Iterable[Requirement] = (),
     requires_python: SpecifierSet | None = None,
     summary: str | None = None,
+    description: str | None = None,
     base: RawMetadata | None = None,
 ) -> RawMetadata:
     """METADATA fields for ``name``: ``Name`` and ``Version`` always come from the wheel name itself."""
@@ -79,6 +80,9 @@ def build_metadata(
         raw["requires_python"] = str(requires_python)
     if summary is not None:
         raw["summary"] = summary
+    if description is not None:  # Markdown; index front ends and `twine check --strict` want one
+        raw["description"] = description
+        raw["description_content_type"] = "text/markdown"
     return raw
 
 

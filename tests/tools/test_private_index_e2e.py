@@ -315,7 +315,6 @@ def test_twine_check_strict_passes_on_the_classic_wheel_and_index_fixtures(
     _twine_check_strict(wheels["target"] + wheels["decoys"], installer_env)
 
 
-@pytest.mark.xfail(strict=True, reason="tools.hub2wheel writes METADATA without a Description (long_description)")
 def test_twine_check_strict_passes_on_converted_wheels(wheels: dict[str, list[Path]], installer_env: dict[str, str]) -> None:
     if not wheels["converted"]:
         pytest.skip("tools.hub2wheel or the flat_repo fixture is not available")
