@@ -19,8 +19,6 @@ Builds are incremental: each variant keeps its CMake folder under ``build-cmake/
 from __future__ import annotations
 
 import argparse
-import base64
-import hashlib
 import json
 import os
 import re
@@ -36,13 +34,12 @@ from packaging.version import Version
 from rich.console import Console
 
 from tools.errors import ToolError
+from tools.hub2wheel import collect_files, make_digest
 from tools.manifest import BuildManifest
 from tools.variants import Arch, Backend, Torch, TorchStableAbi, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_SOURCES = ROOT / "python" / "img2gray"
-# metadata.json's digest covers every file but these (kernels-data's hash_variant rule).
-_DIGEST_EXCLUDED = {"metadata.json", "metadata.json.sigstore"}
 
 console = Console(stderr=True)
 
@@ -62,23 +59,16 @@ class TorchEnv:
 
     @classmethod
     def probe(cls, python: Path) -> TorchEnv:
-        script = (
-            "import importlib.util, os, re\n"
-            "spec = importlib.util.find_spec('torch')\n"
-            "assert spec and spec.origin, 'no torch'\n"
-            "src = open(os.path.join(os.path.dirname(spec.origin), 'version.py')).read()\n"
-            "get = lambda k: (re.search(k + r\"(?:: Optional\\[str\\])? = '([^']*)'\", src) or [None, ''])[1]\n"
-            "print(get('__version__')); print(get('cuda'))\n"
-        )
         try:
-            result = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=60)
+            result = subprocess.run([str(python), str(ROOT / "tools" / "torch_probe.py")], capture_output=True,
+                                    text=True, timeout=60)
         except OSError as exc:
             raise VariantBuildFailed(f"--torch-env {python}: cannot run it: {exc}") from None
         if result.returncode != 0:
             raise VariantBuildFailed(f"--torch-env {python}: expected a Python with torch installed; "
                                      f"it said: {result.stderr.strip().splitlines()[-1:]}")
-        version, cuda = (result.stdout.splitlines() + ["", ""])[:2]
-        return cls(python, Version(Version(version).base_version), cuda or None)
+        facts = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+        return cls(python, Version(Version(facts["VERSION"]).base_version), facts["CUDA"] or None)
 
     @property
     def backend(self) -> Backend:
@@ -187,17 +177,6 @@ def ops_module_source(ops_name: str) -> str:
     return text
 
 
-def digest_files(folder: Path) -> dict[str, str]:
-    """Base64 sha256 of every file in ``folder`` but metadata.json (and caches), keyed by relative path."""
-    digests: dict[str, str] = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        rel = path.relative_to(folder).as_posix()
-        if rel in _DIGEST_EXCLUDED or "__pycache__" in path.parts or rel.endswith(".pyc"):
-            continue
-        digests[rel] = base64.b64encode(hashlib.sha256(path.read_bytes()).digest()).decode()
-    return digests
-
-
 def variant_metadata(manifest: BuildManifest, ops_name: str, plan: VariantPlan, build_info: dict[str, object],
                      folder: Path) -> dict[str, object]:
     """metadata.json in the schema kernels >= 0.14 requires (kernels-data ``Metadata``)."""
@@ -211,7 +190,7 @@ def variant_metadata(manifest: BuildManifest, ops_name: str, plan: VariantPlan, 
         "license": manifest.license or "UNKNOWN",
         "python-depends": [],
         "backend": backend,
-        "digest": {"algorithm": "sha256", "files": digest_files(folder)},
+        "digest": make_digest(collect_files(folder, str(plan.variant))),
     }
 
 

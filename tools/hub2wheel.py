@@ -158,6 +158,21 @@ def _b64(value: str) -> bytes:
     return base64.b64decode(text, altchars=altchars, validate=True)
 
 
+def digested_files(files: Mapping[str, Path]) -> list[str]:
+    """The files a ``metadata.json`` digest covers: all of ``collect_files`` but metadata.json and its signature."""
+    return sorted(rel for rel in files if rel not in _DIGEST_EXCLUDED)
+
+
+def _file_digest(path: Path, algorithm: str) -> bytes:
+    return hashlib.new(algorithm, path.read_bytes()).digest()
+
+
+def make_digest(files: Mapping[str, Path], algorithm: str = "sha256") -> dict[str, Any]:
+    """``metadata.json``'s ``digest`` for ``files`` (``collect_files`` output): what ``verify_digest`` checks."""
+    return {"algorithm": algorithm,
+            "files": {rel: base64.b64encode(_file_digest(files[rel], algorithm)).decode() for rel in digested_files(files)}}
+
+
 def verify_digest(files: Mapping[str, Path], metadata: Mapping[str, Any], where: str) -> bool:
     """Check ``metadata.json``'s ``digest``; returns False when there is none."""
     digest = metadata.get("digest")
@@ -171,7 +186,7 @@ def verify_digest(files: Mapping[str, Path], metadata: Mapping[str, Any], where:
     listed: dict[str, str] = digest["files"]
     for rel in listed:
         check_relpath(rel, f"{where}/metadata.json digest")
-    present = {rel for rel in files if rel not in _DIGEST_EXCLUDED}
+    present = set(digested_files(files))
     missing = sorted(set(listed) - present)
     if missing:
         raise DigestMismatch(f"{where}: {missing[0]} is listed in metadata.json's digest but missing")
@@ -183,8 +198,7 @@ def verify_digest(files: Mapping[str, Path], metadata: Mapping[str, Any], where:
             expected = _b64(listed[rel])
         except (binascii.Error, ValueError):
             raise InvalidVariant(f"{where}/metadata.json: digest of {rel} is not base64") from None
-        actual = hashlib.new(algorithm, files[rel].read_bytes()).digest()
-        if actual != expected:
+        if _file_digest(files[rel], algorithm) != expected:
             raise DigestMismatch(f"{where}: {rel} does not match its {algorithm} digest in metadata.json")
     return True
 

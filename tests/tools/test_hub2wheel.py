@@ -15,7 +15,8 @@ from packaging.utils import parse_wheel_filename
 
 import kernel_repos
 from conftest import HubRepos, fresh_venv, package_farm, pip_install_by_name
-from tools.hub2wheel import main
+from tools.errors import DigestMismatch
+from tools.hub2wheel import collect_files, main, make_digest, verify_digest
 from tools.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
 from tools.wheelfile import read_wheel
 
@@ -251,3 +252,15 @@ def test_real_extension_installs_and_runs(real_extension_repo: Path, tmp_path: P
                          capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONNOUSERSITE": "1"})
     assert run.returncode == 0, run.stderr
     assert str(venv) in run.stdout  # ours, not a copy installed in .venv
+
+
+def test_make_digest_is_what_verify_digest_checks(flat_repo: Path, tmp_path: Path) -> None:
+    variant = tmp_path / "v"
+    shutil.copytree(flat_repo / "build" / "torch-cpu", variant)
+    files = collect_files(variant, "v")
+    digest = make_digest(files)
+    assert digest["files"] == json.loads((variant / "metadata.json").read_text())["digest"]["files"]
+    assert "metadata.json" not in digest["files"] and verify_digest(files, {"digest": digest}, "v")
+    (variant / "__init__.py").write_text("# changed\n")
+    with pytest.raises(DigestMismatch, match="__init__.py does not match its sha256 digest"):
+        verify_digest(collect_files(variant, "v"), {"digest": digest}, "v")
