@@ -83,9 +83,18 @@ OP_TEST_REQUIREMENTS = ("pytest>=8", "numpy", "pillow", "packaging>=26", "expect
 
 
 @pytest.fixture(scope="session")
-def torch213_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the CPU-only torch 2.13.0 (the file on this machine's disk) and the op tests' needs."""
+def torch213_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with the CPU-only torch 2.13.0 (the file on this machine's disk) and the op tests' needs, shared by
+    the session: tests only read it (run its python, build against its torch); installs go to torch213_venv."""
     venv = fresh_venv(tmp_path_factory.mktemp("venv") / "torch213")
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "torch==2.13.0",
                     *OP_TEST_REQUIREMENTS], check=True)
     return venv
+
+
+@pytest.fixture
+def torch213_venv(torch213_base: Path, tmp_path: Path) -> Path:
+    """A fresh venv of this test's own that sees torch213_base's packages: what a test installs stays here, so no
+    test sees another's installs (pip counts the shared torch as installed)."""
+    site = next((torch213_base / "lib").glob("python3.*/site-packages"))
+    return fresh_venv(tmp_path / "torch213-venv", share_site_packages_of=site)

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import zipfile
 from pathlib import Path
 
 import kernel_abi_check
 import pytest
 import torch
-from elftools.elf.elffile import ELFFile
 
 from tests.conftest import ROOT, WHEELHOUSE, stable_wheels
+from tests.elf import demangled, dynamic_symbols, extracted_library
 from tools.build_wheel import build
 from tools.wheelfile import read_wheel
 from tools.wheelname import WheelName
@@ -41,26 +40,6 @@ def cpu_stable_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("IMG2GRAY_BACKEND", "cpu")
         return build(tmp_path_factory.mktemp("cpu-stable"), abi="stable")
-
-
-def extracted_library(wheel: Path, into: Path) -> Path:
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extract("img2gray/_C.abi3.so", into)
-    return into / "img2gray/_C.abi3.so"
-
-
-def dynamic_symbols(so: Path) -> tuple[list[str], list[str]]:
-    """(undefined, defined) names in the dynamic symbol table."""
-    with so.open("rb") as f:
-        symbols = list(ELFFile(f).get_section_by_name(".dynsym").iter_symbols())
-    undefined = [s.name for s in symbols if s.name and s["st_shndx"] == "SHN_UNDEF"]
-    defined = [s.name for s in symbols if s.name and s["st_shndx"] != "SHN_UNDEF"]
-    return undefined, defined
-
-
-def demangled(names: list[str]) -> list[str]:
-    result = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True)
-    return result.stdout.splitlines()
 
 
 def test_stable_wheel_name_metadata_and_tags(stable_wheel: Path) -> None:
@@ -110,24 +89,21 @@ def test_cpu_only_wheel_runs_the_op_tests_under_cpu_torch_2_13(cpu_stable_wheel:
     install = subprocess.run([python, "-m", "pip", "install", "--find-links", str(cpu_stable_wheel.parent),
                               "img2gray-cpu"], capture_output=True, text=True)
     assert install.returncode == 0, install.stderr
-    try:
-        tests = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py"],
-                               cwd=ROOT, capture_output=True, text=True)
-        assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
-        assert " failed" not in tests.stdout and " passed" in tests.stdout
-        header = subprocess.run([python, "-c", "import img2gray, torch; i = img2gray.build_info(); "
-                                 "print(torch.__version__, i.abi, i.backend, img2gray.__file__)"],
-                                cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
-        assert header[:3] == ["2.13.0+cpu", "stable", "cpu"] and str(torch213_venv) in header[3]
-    finally:  # the venv is shared by the session's tests
-        subprocess.run([python, "-m", "pip", "uninstall", "-q", "-y", "img2gray-cpu"], check=True)
+    tests = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py"],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert " failed" not in tests.stdout and " passed" in tests.stdout
+    header = subprocess.run([python, "-c", "import img2gray, torch; i = img2gray.build_info(); "
+                             "print(torch.__version__, i.abi, i.backend, img2gray.__file__)"],
+                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+    assert header[:3] == ["2.13.0+cpu", "stable", "cpu"] and str(torch213_venv) in header[3]
 
 
-def test_cuda_wheel_under_cpu_only_torch_says_what_to_install(stable_wheel: Path, torch213_venv: Path,
+def test_cuda_wheel_under_cpu_only_torch_says_what_to_install(stable_wheel: Path, torch213_base: Path,
                                                               tmp_path: Path) -> None:
-    subprocess.run([str(torch213_venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--target",
+    subprocess.run([str(torch213_base / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--target",
                     str(tmp_path / "site"), str(stable_wheel)], check=True)
-    result = subprocess.run([str(torch213_venv / "bin" / "python"), "-c", "import img2gray"], cwd=tmp_path / "site",
+    result = subprocess.run([str(torch213_base / "bin" / "python"), "-c", "import img2gray"], cwd=tmp_path / "site",
                             capture_output=True, text=True)
     assert result.returncode != 0
     assert "needs a CUDA build of torch, but torch 2.13.0+cpu is CPU-only: install img2gray-cpu instead" in result.stderr

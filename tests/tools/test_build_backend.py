@@ -11,22 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from elftools.elf.elffile import ELFFile
 
+from tests.elf import LIBRARY, dynamic_symbols, extracted_library, needed_libraries
 from tools.build_wheel import BuildFailed, build, selected_abi
 from tools.wheelfile import read_wheel
 from tools.wheelname import WheelName, torch_minor
-
-
-def _dynamic(so: Path) -> tuple[list[str], set[str]]:
-    """(NEEDED libraries, undefined Py* symbols) of a shared object."""
-    with so.open("rb") as f:
-        elf = ELFFile(f)
-        dynamic = elf.get_section_by_name(".dynamic")
-        needed = [tag.needed for tag in dynamic.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
-        symbols = elf.get_section_by_name(".dynsym")
-        python = {s.name for s in symbols.iter_symbols() if s.name.startswith("Py") and s["st_shndx"] == "SHN_UNDEF"}
-    return needed, python
 
 
 def test_classic_wheel_name_metadata_and_tags(classic_wheel: Path) -> None:
@@ -45,10 +34,10 @@ def test_classic_wheel_name_metadata_and_tags(classic_wheel: Path) -> None:
 
 
 def test_extension_uses_only_the_limited_api_stub(classic_wheel: Path, tmp_path: Path) -> None:
-    with zipfile.ZipFile(classic_wheel) as wheel:
-        wheel.extract("img2gray/_C.abi3.so", tmp_path)
-    needed, python_symbols = _dynamic(tmp_path / "img2gray/_C.abi3.so")
-    assert python_symbols == {"PyModule_Create2"}
+    so = extracted_library(classic_wheel, tmp_path)
+    undefined, _ = dynamic_symbols(so)
+    assert {name for name in undefined if name.startswith("Py")} == {"PyModule_Create2"}
+    needed = needed_libraries(so)
     assert not any(lib.startswith("libpython") for lib in needed)
     # torch and CUDA runtime come from the user's torch install, never grafted into the wheel
     assert not [n for n in zipfile.ZipFile(classic_wheel).namelist() if n.startswith("img2gray_cu130.libs/")]
@@ -78,7 +67,7 @@ def test_cpu_only_switch_builds_img2gray_cpu(tmp_path: Path) -> None:
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
-    needed, _ = _dynamic(site / "img2gray/_C.abi3.so")
+    needed = needed_libraries(site / LIBRARY)
     assert not [lib for lib in needed if "cuda" in lib or "cudart" in lib], needed
     probe = (
         "import torch, img2gray;"

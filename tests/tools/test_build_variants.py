@@ -26,7 +26,7 @@ from conftest import (
 from packaging.version import Version as pv
 from test_publish import make_remote
 
-from tests.test_stable_abi import demangled, dynamic_symbols
+from tests.elf import demangled, dynamic_symbols
 from tools.build_variants import TorchEnv, build_id, plan_variants
 from tools.hub2wheel import collect_files, read_metadata, verify_digest
 from tools.publish import GitTransport, publish
@@ -40,11 +40,10 @@ CPU_CLASSIC = "torch213-cxx11-cpu-x86_64-linux"
 CPU_STABLE = "torch-stable-abi210-cpu-x86_64-linux"
 ALL = (CUDA_CLASSIC, CUDA_STABLE, CPU_CLASSIC, CPU_STABLE)
 
-# Runs in a venv: loads a variant (or picks one from build/) with kernels and checks it against the exact formulas.
-KERNELS_CHECK = r"""
-import json, sys, torch, kernels
-from pathlib import Path
-kernel = kernels.get_local_kernel(Path(sys.argv[1]), trust_remote_code=True)
+# Runs in a venv: gets the op (LOAD_WITH_KERNELS or LOAD_INSTALLED) and checks it against the exact formulas.
+OP_CHECK = r"""
+import json, sys, torch
+{load}
 x = torch.randint(0, 256, (3, 31, 37, 3), dtype=torch.uint8)
 v = x.to(torch.int64)
 expected = ((v[..., 0] * 19595 + v[..., 1] * 38470 + v[..., 2] * 7471 + 32768) >> 16).to(torch.uint8)
@@ -52,17 +51,22 @@ f = torch.rand(2, 9, 11, 3)
 ok = torch.equal(kernel.img2gray(x), expected) and torch.equal(
     kernel.img2gray(f), ((0.299 * f[..., 0] + 0.587 * f[..., 1]) + 0.114 * f[..., 2]))
 info = kernel.build_info()
-print(json.dumps({"ok": ok, "module": kernel.__name__, "abi": info.abi, "backend": info.backend,
-                  "namespace": info.ops_namespace, "torch": torch.__version__}))
+print(json.dumps({{"ok": ok, "module": kernel.__name__, "abi": info.abi, "backend": info.backend,
+                  "namespace": info.ops_namespace, "torch": torch.__version__}}))
 """
+# A variant folder, or a whole build/ (kernels then picks the variant), given as argv[1].
+KERNELS_CHECK = OP_CHECK.format(
+    load="import kernels\nfrom pathlib import Path\n"
+         "kernel = kernels.get_local_kernel(Path(sys.argv[1]), trust_remote_code=True)")
+INSTALLED_CHECK = OP_CHECK.format(load="import img2gray as kernel")
 
 
 @pytest.fixture(scope="session")
-def variants_build(tmp_path_factory: pytest.TempPathFactory, torch213_venv: Path) -> Path:
+def variants_build(tmp_path_factory: pytest.TempPathFactory, torch213_base: Path) -> Path:
     out = tmp_path_factory.mktemp("variants") / "build"
     result = subprocess.run(
         [sys.executable, "-m", "tools.build_variants", "--torch-env", sys.executable,
-         "--torch-env", str(torch213_venv), "--out", str(out)],
+         "--torch-env", str(torch213_base), "--out", str(out)],
         cwd=REPO_ROOT, capture_output=True, text=True, env={**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0"})
     assert result.returncode == 0, result.stderr[-3000:]
     return out
@@ -132,7 +136,7 @@ def test_kernels_loads_the_cpu_variants_with_cpu_torch_213(variants_build: Path,
     assert (picked["ok"], picked["abi"], picked["backend"]) == (True, "stable", "cpu")
 
 
-def test_rebuild_is_incremental_and_keeps_the_log(variants_build: Path, torch213_venv: Path) -> None:
+def test_rebuild_is_incremental_and_keeps_the_log(variants_build: Path) -> None:
     before = {n: (variants_build / n / "metadata.json").read_bytes() for n in ALL}
     result = subprocess.run(
         [sys.executable, "-m", "tools.build_variants", "--torch-env", sys.executable, "--abi", "stable",
@@ -166,7 +170,5 @@ def test_round_trip_source_hub_wheel_pip_op(variants_build: Path, tmp_path: Path
     venv = fresh_venv(tmp_path / "venv", share_site_packages_of=package_farm(tmp_path / "torch-farm", "torch"))
     install = pip_install_by_name(venv, wheelhouse, "img2gray-cu130")
     assert install.returncode == 0, install.stdout + install.stderr
-    check = run_json(venv / "bin" / "python", KERNELS_CHECK.replace(
-        "kernel = kernels.get_local_kernel(Path(sys.argv[1]), trust_remote_code=True)", "import img2gray as kernel"
-    ).replace("import json, sys, torch, kernels", "import json, sys, torch"))
+    check = run_json(venv / "bin" / "python", INSTALLED_CHECK)
     assert check["ok"] and check["torch"].startswith("2.14"), check
