@@ -23,28 +23,7 @@ for abi in classic stable; do
   PYTHONPATH=/tmp/site-$abi compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/sanitize_shapes.py 2>&1 \
     | tail -4 | tee "$OUT/memcheck-$abi.txt"
 done
-PYTHONPATH=/tmp/site-classic python3 - "$GPU"/variants/* <<'PY' 2>&1 | tee "$OUT/variants.txt"
-# Each Hub variant imported under its metadata id (as kernels' importer does), checked against the classic wheel.
-import importlib.util, json, sys, torch, img2gray
-from pathlib import Path
-for folder in map(Path, sys.argv[1:]):
-    meta = json.loads((folder / "metadata.json").read_text())
-    if meta["id"] in sys.modules:  # same build id as a variant already loaded: Python would hand back that one
-        print(f"{folder.name}: skipped, its id {meta['id']} is already loaded (one process, one build per id)")
-        continue
-    spec = importlib.util.spec_from_file_location(meta["id"], folder / "__init__.py")
-    try:
-        module = importlib.util.module_from_spec(spec); sys.modules[meta["id"]] = module; spec.loader.exec_module(module)
-    except Exception as exc:  # torch214 variant: expected to fail under torch 2.11
-        print(f"{folder.name}: does not load under torch {torch.__version__}: {type(exc).__name__}: {str(exc)[:160]}")
-        continue
-    ok = True
-    for dtype in (torch.uint8, torch.float32, torch.float16, torch.bfloat16):
-        x = (torch.randint(0, 256, (3, 257, 1031, 3), dtype=dtype, device="cuda") if dtype == torch.uint8
-             else torch.rand(3, 257, 1031, 3, device="cuda").to(dtype))
-        ok &= torch.equal(module.img2gray(x), img2gray.img2gray(x)) and torch.equal(module.img2gray(x.cpu()), img2gray.img2gray(x.cpu()))
-    print(f"{folder.name}: ops {meta['id']}, same results as the classic wheel on cuda and cpu: {ok}")
-PY
+PYTHONPATH=/tmp/site-classic python3 benchmarks/check_variants.py "$GPU"/variants/* 2>&1 | tee "$OUT/variants.txt"
 fi
 [ "$PHASE" = tests ] && exit 0
 PYTHONPATH=/tmp/site-classic python3 benchmarks/bench_img2gray.py --also "$GPU"/variants/torch-stable-abi210-cu130-x86_64-linux \
