@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "tools"))
+sys.path.insert(0, str(ROOT))  # run as a script: the repository root holds tests/ and tools/
 
-import kernel_repos  # noqa: E402
-from conftest import KERNELS_VERSION, helper_venv, olah_server  # noqa: E402
+from tests.helpers import kernel_repos  # noqa: E402
+from tests.helpers.hub_fixtures import KERNELS_VERSION, olah_server  # noqa: E402
+from tests.helpers.venvs import helper_venv  # noqa: E402
 
 TORCH = ["torch29", "torch210", "torch211", "torch212", "torch213", "torch28", "torch27", "torch26"]
 CUDA = ["cu126", "cu128", "cu130"]

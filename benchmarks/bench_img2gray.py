@@ -1,7 +1,7 @@
 """Side-by-side speed of the installed img2gray op: ``python benchmarks/bench_img2gray.py [--cpu-only] [--also DIR]``.
 
 ``--also DIR`` adds another build of the op as a contender: a Hub-layout variant folder from
-tools/build_variants.py (e.g. build/torch-stable-abi210-cu130-x86_64-linux), loaded the way the ``kernels``
+tools/build/variants.py (e.g. build/torch-stable-abi210-cu130-x86_64-linux), loaded the way the ``kernels``
 library loads it. Its ops live in their own namespace, so both builds run in one process on the same inputs.
 
 Builds nothing: it measures whatever ``import img2gray`` finds. For each input it first checks that every

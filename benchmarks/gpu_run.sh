@@ -4,7 +4,7 @@
 #   (two calls: each device command may run 10 minutes at most).
 # dist/gpu/classic/*.whl: the classic wheel built here against the device's torch (2.11);
 # dist/gpu/stable/*.whl: the stable-ABI wheel exactly as `make wheel` built it here against torch 2.14.1;
-# dist/gpu/variants/: tools.build_variants output (torch211 classic, stable), loaded the way `kernels` loads them.
+# dist/gpu/variants/: tools.cli.build_variants output (torch211 classic, stable), loaded the way `kernels` loads them.
 set -uo pipefail
 GPU=${1:-dist/gpu}
 PHASE=${2:-all}  # tests, bench or all

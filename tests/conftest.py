@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.venvs import fresh_venv
-
-from tools.wheelname import WheelName, torch_label, torch_minor
+from tests.helpers.venvs import fresh_venv
+from tools.kernelwheel.naming import WheelName, torch_label, torch_minor
 
 ROOT = Path(__file__).resolve().parent.parent
+# The toolkit tests' fixtures (kernel repositories, olah on 127.0.0.1, helper venvs).
+pytest_plugins = ["tests.helpers.hub_fixtures"]
 WHEELHOUSE = ROOT / "wheelhouse"
 
 

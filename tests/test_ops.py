@@ -182,7 +182,7 @@ def test_the_op_refuses_an_out_that_overlaps_its_input() -> None:
     image = torch.zeros(4, 4, 3, dtype=torch.uint8)
     with pytest.raises(RuntimeError, match="out overlaps the image's memory"):
         torch.ops.img2gray.img2gray.out(image, out=image[..., 0])
-    with pytest.raises(RuntimeError, match="more than one element of .* refers to a single memory location"):
+    with pytest.raises(RuntimeError, match=r"more than one element of .* refers to a single memory location"):
         torch.ops.img2gray.img2gray.out(image, out=torch.zeros(1, dtype=torch.uint8).expand(4, 4))
 
 

@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from tests.conftest import ROOT, WHEELHOUSE, stable_wheels
-from tests.elf import demangled, dynamic_symbols, extracted_library
-from tools.build_wheel import build
-from tools.wheelfile import read_wheel
-from tools.wheelname import WheelName
+from tests.helpers.elf import demangled, dynamic_symbols, extracted_library
+from tools.build.wheel import build
+from tools.kernelwheel.naming import WheelName
+from tools.kernelwheel.wheelfile import read_wheel
 
 BACKEND = f"cu{torch.version.cuda.replace('.', '')}" if torch.version.cuda else "cpu"
 
@@ -36,7 +36,7 @@ def stable_wheel() -> Path:
 
 @pytest.fixture(scope="session")
 def cpu_stable_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`IMG2GRAY_BACKEND=cpu python -m tools.build_wheel --abi stable`: the wheel for CPU-only torch users."""
+    """`IMG2GRAY_BACKEND=cpu python -m tools.cli.build_wheel --abi stable`: the wheel for CPU-only torch users."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("IMG2GRAY_BACKEND", "cpu")
         return build(tmp_path_factory.mktemp("cpu-stable"), abi="stable")

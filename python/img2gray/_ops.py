@@ -1,7 +1,7 @@
 """The compiled op library and its ``torch.ops`` namespace: kernel-builder's ``_ops.py`` contract.
 
 The installed wheel's library is ``_C`` registering ``torch.ops.img2gray``; a Hub build variant
-(tools/build_variants.py rewrites the two names below) uses one name unique to the build, such as
+(tools/build/variants.py rewrites the two names below) uses one name unique to the build, such as
 ``_img2gray_cuda_1a2b3c4``, so that two builds can be loaded side by side.
 """
 

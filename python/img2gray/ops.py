@@ -13,7 +13,7 @@ from torch import Tensor
 
 from ._ops import add_op_namespace_prefix, ops
 
-__all__ = ["img2gray", "SUPPORTED_DTYPES"]
+__all__ = ["SUPPORTED_DTYPES", "img2gray"]
 
 SUPPORTED_DTYPES = (torch.uint8, torch.float16, torch.bfloat16, torch.float32)
 _DTYPE_NAMES = "uint8, float16, bfloat16 or float32"

@@ -1,0 +1,249 @@
+"""``python -m tools.hub2wheel`` (``tools.cli.hub2wheel.main``) end to end: exit codes, stdout and stderr for local
+and olah-served repositories, both layouts, bad input and kernels.lock, and the produced wheels installed by name with
+pip into fresh venvs and run on the CPU. The library it drives is tested in tests/kernelwheel/ (test_convert.py,
+test_layout.py, test_digests.py, test_selection.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.utils import parse_wheel_filename
+
+from tests.helpers import kernel_repos
+from tests.helpers.hub_fixtures import HubRepos, pip_install_by_name
+from tests.helpers.venvs import fresh_venv, package_farm
+from tools.cli.hub2wheel import main
+from tools.kernelwheel.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
+from tools.kernelwheel.wheelfile import read_wheel
+
+CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+RUN_OP = (
+    "import torch, img2gray; x = torch.rand(2, 3, 4, 5); y = img2gray.img2gray(x);"
+    "ref = (x * torch.tensor([0.299, 0.587, 0.114]).view(3, 1, 1)).sum(-3, keepdim=True);"
+    "torch.testing.assert_close(y, ref); print(img2gray.__file__)"
+)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, [line for line in out.splitlines() if line], err
+
+
+def _names(paths: list[str]) -> set[str]:
+    return {Path(p).name for p in paths}
+
+
+def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    assert "--find-links wheelhouse" in capsys.readouterr().out
+
+
+def test_flat_local(flat_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run([str(flat_repo), "--out", str(tmp_path)], capsys)
+    assert rc == 0
+    assert _names(out) == kernel_repos.FLAT_WHEELS
+    assert "skipped torch213-metal-aarch64-darwin: OS 'darwin'" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(_names(out))  # nothing partial left
+
+    cpu = read_wheel(tmp_path / "img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl")
+    name, version, _, _tags = parse_wheel_filename(cpu.name.filename)
+    assert cpu.metadata["version"] == str(version) == "1+torch2.13"  # METADATA == filename (the old bug)
+    assert cpu.metadata["name"] == name == "img2gray-cpu"
+    assert cpu.metadata["requires_dist"] == ["torch==2.13.*"]
+    assert cpu.metadata["requires_python"] == ">=3.9"
+    assert {f.split("/")[0] for f in cpu.files if ".dist-info/" not in f} == {"img2gray"}
+    assert "img2gray/_img2gray_cpu_abc1234.abi3.so" in cpu.files and "img2gray/metadata.json" in cpu.files
+    stable = read_wheel(tmp_path / "img2gray_cu130-1-cp39-abi3-manylinux_2_17_x86_64.whl")
+    assert stable.metadata["requires_dist"] == ["torch>=2.10"]
+    tvm = read_wheel(tmp_path / "img2gray_tvm_ffi_cu130-1+tvmffi2.13-cp39-abi3-manylinux_2_17_x86_64.whl")
+    assert tvm.metadata["name"] == "img2gray-tvm-ffi-cu130"
+    assert tvm.metadata["requires_dist"] == ["apache-tvm-ffi==2.13.*"]  # no torch: it loads through tvm-ffi
+    noarch = read_wheel(tmp_path / "img2gray-1-py3-none-any.whl")
+    assert noarch.root_is_purelib and noarch.metadata["requires_dist"] == ["torch"]
+
+
+def test_reproducible(flat_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _run([str(flat_repo), "--out", str(tmp_path / "a"), "--variant", "*-cpu-*"], capsys)
+    _run([str(flat_repo), "--out", str(tmp_path / "b"), "--variant", "*-cpu-*"], capsys)
+    a, b = sorted((tmp_path / "a").iterdir()), sorted((tmp_path / "b").iterdir())
+    assert [p.name for p in a] == [p.name for p in b] and len(a) == 1
+    assert a[0].read_bytes() == b[0].read_bytes()
+
+
+def test_nested_local(nested_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run([str(nested_repo), "--out", str(tmp_path), "--kernel-version", "0.1.0"], capsys)
+    assert rc == 0, err
+    assert _names(out) == {
+        "img2gray-0.1.0-py3-none-any.whl",
+        "img2gray_cu128-0.1.0+torch2.9-cp39-abi3-manylinux_2_17_x86_64.whl",
+        "img2gray_cpu-0.1.0+torch2.10-cp39-abi3-manylinux_2_17_x86_64.whl",  # torch210 is 2.10
+    }
+    wheel = read_wheel(tmp_path / "img2gray_cu128-0.1.0+torch2.9-cp39-abi3-manylinux_2_17_x86_64.whl")
+    assert sorted(f for f in wheel.files if ".dist-info" not in f) == [
+        "img2gray/__init__.py", "img2gray/_img2gray_abc1234.abi3.so", "img2gray/_ops.py"]
+    # no version anywhere → a precise per-variant reason, exit 1
+    rc, out, err = _run([str(nested_repo), "--out", str(tmp_path / "none")], capsys)
+    assert rc == 1 and not out and "pass --kernel-version" in err
+
+
+@pytest.fixture
+def bad_repo(tmp_path: Path, so_cache: Path) -> Path:
+    build = tmp_path / "bad" / "build"
+    # digest lists a path that escapes the variant
+    v = kernel_repos.flat_variant(build, "torch213-cxx11-cpu-x86_64-linux", so_cache)
+    meta = json.loads((v / "metadata.json").read_text())
+    meta["digest"]["files"]["../../etc/passwd"] = meta["digest"]["files"].pop("_ops.py")
+    (v / "metadata.json").write_text(json.dumps(meta))
+    # absolute path in the digest
+    v = kernel_repos.flat_variant(build, "torch212-cxx11-cpu-x86_64-linux", so_cache)
+    meta = json.loads((v / "metadata.json").read_text())
+    meta["digest"]["files"]["/etc/passwd"] = "AAAA"
+    (v / "metadata.json").write_text(json.dumps(meta))
+    # symlink outside the variant
+    v = kernel_repos.flat_variant(build, "torch213-cxx11-cu130-x86_64-linux", so_cache, with_digest=False)
+    (v / "secrets.txt").symlink_to("/etc/hostname")
+    # .so that is not ELF
+    v = kernel_repos.flat_variant(build, "torch212-cxx11-cu130-x86_64-linux", so_cache, with_digest=False)
+    next(v.glob("*.so")).write_bytes(b"not an elf at all")
+    # no Python package
+    (build / "torch211-cxx11-cu130-x86_64-linux" / "lib").mkdir(parents=True)
+    (build / "torch211-cxx11-cu130-x86_64-linux" / "lib" / "x.txt").write_text("x")
+    # digest mismatch
+    v = kernel_repos.flat_variant(build, "torch210-cxx11-cu130-x86_64-linux", so_cache)
+    (v / "_ops.py").write_text("import os  # tampered\n")
+    # unparseable name
+    (build / "torch2x-cu130").mkdir()
+    return tmp_path / "bad"
+
+
+def test_bad_input(bad_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run([str(bad_repo), "--out", str(tmp_path / "out")], capsys)
+    assert rc == 1 and out == []
+    reasons = {line.split(":", 1)[0].removeprefix("skipped "): line
+               for line in err.splitlines() if line.startswith("skipped")}
+    assert "path traversal" in reasons["torch213-cxx11-cpu-x86_64-linux"]
+    assert "absolute path '/etc/passwd'" in reasons["torch212-cxx11-cpu-x86_64-linux"]
+    assert "secrets.txt is a symlink pointing outside" in reasons["torch213-cxx11-cu130-x86_64-linux"]
+    assert "not an ELF file" in reasons["torch212-cxx11-cu130-x86_64-linux"]
+    assert "no Python package" in reasons["torch211-cxx11-cu130-x86_64-linux"]
+    assert "_ops.py does not match its sha256 digest" in reasons["torch210-cxx11-cu130-x86_64-linux"]
+    assert "torch2x-cu130" in reasons
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_one_bad_variant_does_not_abort(flat_repo: Path, bad_repo: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    mixed = tmp_path / "mixed"
+    shutil.copytree(bad_repo, mixed, symlinks=True)
+    shutil.copytree(flat_repo / "build" / "torch-cpu", mixed / "build" / "torch-cpu")
+    rc, out, _ = _run([str(mixed), "--out", str(tmp_path / "out")], capsys)
+    assert rc == 0 and _names(out) == {"img2gray-1-py3-none-any.whl"}
+
+
+def test_hub_version(hf_env: Path, hub_repos: HubRepos, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(["testorg/img2gray", "--version", "1", "--variant", "torch21*-cpu-*", "--out", str(tmp_path)],
+                        capsys)
+    assert rc == 0, err
+    assert f"tag v1.1.0 at {hub_repos.commits['v1.1.0']}" in err  # the resolved commit is printed
+    assert _names(out) == {"img2gray_cpu-1.1.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
+                           "img2gray_cpu-1.1.0+torch2.12-cp39-abi3-manylinux_2_17_x86_64.whl"}
+    rc, out, err = _run(["testorg/img2gray-nested", "--revision", "v0.1.0", "--out", str(tmp_path / "n")], capsys)
+    assert rc == 0, err
+    assert "img2gray_cu128-0.1.0+torch2.9-cp39-abi3-manylinux_2_17_x86_64.whl" in _names(out)
+
+
+def test_hub_errors(hf_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                    monkeypatch: pytest.MonkeyPatch) -> None:
+    rc, _, err = _run(["testorg/nope", "--version", "1", "--out", str(tmp_path)], capsys)
+    assert rc == 1 and err.startswith("error: testorg/nope: no such kernel or model repository")
+    rc, _, err = _run(["testorg/img2gray", "--revision", "v9", "--out", str(tmp_path)], capsys)
+    assert rc == 1 and "no branch, tag or commit 'v9'" in err
+    rc, _, err = _run(["testorg/img2gray", "--version", ">=5", "--out", str(tmp_path)], capsys)
+    assert rc == 1 and "no version tag or branch matches '>=5'" in err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rc, _, err = _run(["testorg/img2gray", "--revision", "v1", "--out", str(tmp_path)], capsys)
+    assert rc == 1 and "HF_HUB_OFFLINE is set" in err
+    assert not list(tmp_path.glob("*.whl"))
+
+
+def test_lock(hf_env: Path, hub_repos: HubRepos, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sha = hub_repos.commits["v1.0.0"]
+    checkout = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", str(hub_repos.mirrors / "models/testorg/img2gray"), str(checkout)],
+                   check=True)
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", sha], check=True)
+    locked = ["torch-cpu", CPU_VARIANT]
+    lock = KernelLock("testorg/img2gray", sha, {v: VariantLock(variant_hash(checkout / "build" / v)) for v in locked})
+    lock_path = tmp_path / "kernels.lock"
+    lock_path.write_text(dump_lockfile([lock]))
+    rc, out, err = _run(["--lock", str(lock_path), "--out", str(tmp_path / "wh")], capsys)
+    assert rc == 0, err
+    assert f"locked commit {sha}" in err
+    assert _names(out) == {"img2gray-1.0.0-py3-none-any.whl",  # version from the tag at the locked commit
+                           "img2gray_cpu-1.0.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"}
+    # a wrong hash: that variant is refused, the other still converts
+    bad = KernelLock(lock.repo_id, sha, {**lock.variants, CPU_VARIANT: VariantLock("sha256-" + "0" * 64)})
+    lock_path.write_text(dump_lockfile([bad]))
+    rc, out, err = _run(["--lock", str(lock_path), "--out", str(tmp_path / "wh2")], capsys)
+    assert rc == 0 and _names(out) == {"img2gray-1.0.0-py3-none-any.whl"}
+    assert f"skipped {CPU_VARIANT}: testorg/img2gray@{sha[:12]} build/{CPU_VARIANT}: kernels.lock hash" in err
+
+
+def test_pip_install_by_name_torch213(flat_repo: Path, torch213_venv: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The wheel is found *by name* from --find-links (where kernels to-wheel's wheels failed) and runs on CPU."""
+    wheelhouse = tmp_path / "wheelhouse"
+    rc, _, _ = _run([str(flat_repo), "--out", str(wheelhouse)], capsys)
+    assert rc == 0
+    result = pip_install_by_name(torch213_venv, wheelhouse, "img2gray-cpu")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Successfully installed img2gray-cpu-1+torch2.13" in result.stdout
+    run = subprocess.run([str(torch213_venv / "bin" / "python"), "-c", RUN_OP], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert str(torch213_venv) in run.stdout
+
+
+@pytest.fixture
+def real_extension_repo(classic_wheel: Path, tmp_path: Path) -> Path:
+    """A flat-layout variant holding the real img2gray extension from issue A's repaired classic wheel."""
+    variant = tmp_path / "repo" / "build" / "torch214-cxx11-cu130-x86_64-linux"
+    variant.mkdir(parents=True)
+    with zipfile.ZipFile(classic_wheel) as zf:
+        for info in zf.infolist():
+            if info.filename.startswith("img2gray/") and not info.is_dir():
+                target = variant / info.filename.removeprefix("img2gray/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(zf.read(info))
+    return tmp_path / "repo"
+
+
+def test_real_extension_installs_and_runs(real_extension_repo: Path, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    wheelhouse = tmp_path / "wheelhouse"
+    rc, out, err = _run([str(real_extension_repo), "--out", str(wheelhouse), "--kernel-version", "0.1.0",
+                         "--dist-name", "img2gray"], capsys)
+    assert rc == 0, err
+    (wheel,) = out
+    assert Path(wheel).name.startswith("img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_")
+    # A fresh venv that already has the matching torch: 2.14.1 and its dependencies, linked from the project's
+    # .venv (only those, so pip sees no other img2gray), instead of a 5.5 GB reinstall.
+    venv = fresh_venv(tmp_path / "venv", share_site_packages_of=package_farm(tmp_path / "torch-farm", "torch"))
+    result = pip_install_by_name(venv, wheelhouse, "img2gray-cu130")
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = subprocess.run([str(venv / "bin" / "python"), "-c",
+                          "import torch, img2gray; x = torch.rand(8, 9, 3); y = img2gray.img2gray(x);"
+                          "ref = x @ torch.tensor([0.299, 0.587, 0.114]);"
+                          "torch.testing.assert_close(y.reshape(ref.shape), ref); print(img2gray.__file__)"],
+                         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONNOUSERSITE": "1"})
+    assert run.returncode == 0, run.stderr
+    assert str(venv) in run.stdout  # ours, not a copy installed in .venv

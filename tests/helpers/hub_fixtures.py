@@ -1,0 +1,162 @@
+"""Fixtures (a pytest plugin loaded by tests/conftest.py) for the toolkit tests: kernel repositories, an olah Hub on 127.0.0.1, and helper venvs.
+
+Helper venvs (``.venv-olah``, ``.venv-kernels``) are created here on first use from PyPI and reused across runs
+(they are git-ignored); nothing has to be installed by hand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import kernel_repos
+from tests.helpers.venvs import helper_venv
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OLAH_VERSION = "0.5.4"
+KERNELS_VERSION = "0.11.3"
+
+
+@pytest.fixture(scope="session")
+def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("so-cache")
+
+
+@pytest.fixture(scope="session")
+def flat_repo(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Path:
+    return kernel_repos.make_flat_repo(tmp_path_factory.mktemp("flat") / "img2gray", so_cache)
+
+
+@pytest.fixture(scope="session")
+def nested_repo(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Path:
+    return kernel_repos.make_nested_repo(tmp_path_factory.mktemp("nested") / "img2gray", so_cache)
+
+
+@dataclass(frozen=True)
+class HubRepos:
+    """Git repositories served by olah, and the commits the tests expect."""
+
+    endpoint: str
+    mirrors: Path
+    commits: dict[str, str]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _make_hub_repos(mirrors: Path, so_cache: Path) -> dict[str, str]:
+    commits: dict[str, str] = {}
+    # testorg/img2gray: current flat layout; README on main, builds on version branches/tags.
+    repo = mirrors / "models" / "testorg" / "img2gray"
+    repo.mkdir(parents=True)
+    (repo / "README.md").write_text("# img2gray\n")
+    commits["main"] = kernel_repos.git_commit_all(repo, "readme")
+    kernel_repos.git(repo, "checkout", "-q", "-b", "v1")
+    kernel_repos.make_flat_repo(repo, so_cache)
+    commits["v1.0.0"] = kernel_repos.git_commit_all(repo, "build v1.0.0")
+    kernel_repos.git(repo, "tag", "v1.0.0")
+    kernel_repos.flat_variant(repo / "build", "torch212-cxx11-cpu-x86_64-linux", so_cache)
+    commits["v1.1.0"] = kernel_repos.git_commit_all(repo, "build v1.1.0")
+    kernel_repos.git(repo, "tag", "v1.1.0")
+    commits["v1"] = commits["v1.1.0"]
+    kernel_repos.git(repo, "checkout", "-q", "-b", "v2", "main")
+    kernel_repos.flat_variant(repo / "build", "torch213-cxx11-cpu-x86_64-linux", so_cache, version=2)
+    commits["v2"] = kernel_repos.git_commit_all(repo, "build v2")
+    kernel_repos.git(repo, "checkout", "-q", "main")
+    # testorg/img2gray-nested: the older nested layout, versioned by tag.
+    nested = mirrors / "models" / "testorg" / "img2gray-nested"
+    nested.mkdir(parents=True)
+    kernel_repos.make_nested_repo(nested, so_cache)
+    commits["nested"] = kernel_repos.git_commit_all(nested, "nested build")
+    kernel_repos.git(nested, "tag", "v0.1.0")
+    return commits
+
+
+@contextlib.contextmanager
+def olah_server(mirrors: Path, base: Path) -> Iterator[str]:
+    """Run olah (offline mode: nothing goes upstream) serving the git repos under ``mirrors``; yields the endpoint."""
+    venv = helper_venv(".venv-olah", f"olah=={OLAH_VERSION}")
+    port = _free_port()
+    config = base / "olah.toml"
+    config.write_text(
+        f"""[basic]
+host = "127.0.0.1"
+port = {port}
+repos-path = "{base / 'repos'}"
+mirrors-path = ["{mirrors}"]
+mirror-scheme = "http"
+mirror-netloc = "127.0.0.1:{port}"
+mirror-lfs-netloc = "127.0.0.1:{port}"
+[accessibility]
+offline = true
+"""
+    )
+    log = (base / "olah.log").open("wb")
+    proc = subprocess.Popen([str(venv / "bin" / "olah-cli"), "-c", str(config)], cwd=base, stdout=log, stderr=log)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(endpoint + "/api/models/testorg/img2gray/refs", timeout=2).read()
+                break
+            except urllib.error.HTTPError:
+                break  # it answers: up
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"olah did not start; see {base / 'olah.log'}") from None
+                time.sleep(0.3)
+        yield endpoint
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def hub_repos(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Iterator[HubRepos]:
+    """olah serving local git repositories on 127.0.0.1."""
+    base = tmp_path_factory.mktemp("olah")
+    mirrors = base / "mirrors"
+    commits = _make_hub_repos(mirrors, so_cache)
+    with olah_server(mirrors, base) as endpoint:
+        yield HubRepos(endpoint, mirrors, commits)
+
+
+@pytest.fixture
+def hf_env(hub_repos: HubRepos, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point huggingface_hub at olah with an empty cache of its own; returns the cache directory."""
+    monkeypatch.setenv("HF_ENDPOINT", hub_repos.endpoint)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    return tmp_path / "hf-home" / "hub"
+
+
+@pytest.fixture(scope="session")
+def kernels_venv() -> Path:
+    """kernels 0.11.3 (the last release with ``kernels to-wheel``) in its own venv."""
+    return helper_venv(".venv-kernels", f"kernels=={KERNELS_VERSION}", "wheel")
+
+
+def pip_install_by_name(venv: Path, wheelhouse: Path, *names: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--find-links", str(wheelhouse), *names],
+        capture_output=True, text=True,
+    )

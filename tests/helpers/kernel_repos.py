@@ -1,0 +1,208 @@
+"""Builders for kernel repositories used by the hub2wheel tests and benchmark (flat and nested layouts).
+
+The compiled variants hold a real ELF Python extension compiled with ``gcc`` against the limited API
+(``_img2gray_<backend>_<id>.abi3.so``, exporting ``PyInit_*`` and a ``weights()`` function); ``img2gray(x)`` in the
+variant's ``__init__.py`` uses it, so an installed wheel can be imported and run on the CPU.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+OPS_ID = "abc1234"
+
+_C_SOURCE = r"""
+#define Py_LIMITED_API 0x03090000
+#include <Python.h>
+#include <math.h>
+
+static PyObject *weights(PyObject *self, PyObject *args) {
+    /* ITU-R BT.601 luma weights; sqrt() makes the module need a versioned libm symbol. */
+    volatile double one = 1.0;
+    return Py_BuildValue("(ddd)", 0.299 * sqrt(one), 0.587, 0.114);
+}
+
+static PyMethodDef methods[] = {{"weights", weights, METH_NOARGS, "luma weights"}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "@NAME@", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_@NAME@(void) { return PyModule_Create(&module); }
+"""
+
+_INIT = '''"""img2gray test kernel ({variant})."""
+import torch
+
+from ._ops import ext
+
+__all__ = ["img2gray"]
+
+
+def img2gray(x: torch.Tensor) -> torch.Tensor:
+    """(..., 3, H, W) RGB → (..., 1, H, W) luma."""
+    w = torch.tensor(ext.weights(), dtype=x.dtype, device=x.device).view(3, 1, 1)
+    return (x * w).sum(dim=-3, keepdim=True)
+'''
+
+_OPS = "from . import {module} as ext\n"
+
+_NOARCH_INIT = '''"""img2gray test kernel (noarch)."""
+import torch
+
+__all__ = ["img2gray"]
+
+
+def img2gray(x: torch.Tensor) -> torch.Tensor:
+    w = torch.tensor([0.299, 0.587, 0.114], dtype=x.dtype, device=x.device).view(3, 1, 1)
+    return (x * w).sum(dim=-3, keepdim=True)
+'''
+
+
+def compile_extension(out: Path, module: str, cache_dir: Path) -> Path:
+    """Compile (once per module name, cached in ``cache_dir``) the tiny abi3 extension to ``out``."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cached = cache_dir / f"{module}.abi3.so"
+    if not cached.exists():
+        src = cache_dir / f"{module}.c"
+        src.write_text(_C_SOURCE.replace("@NAME@", module))
+        include = sysconfig.get_paths()["include"]
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-O1", f"-I{include}", str(src), "-o", str(cached), "-lm"], check=True
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(cached, out)
+    return out
+
+
+def kernel_builder_digest(variant_dir: Path, algorithm: str = "sha256") -> dict[str, object]:
+    """The ``digest`` kernel-builder writes, computed by kernels' own ``Digest.hash_variant`` over the folder."""
+    # Imported here: this module is loaded (through the fixture plugin) by op-test runs in venvs without kernels.
+    from kernels._rust import Digest, DigestAlgorithm
+
+    hashed = Digest.hash_variant(getattr(DigestAlgorithm, algorithm.upper()), variant_dir)
+    return {"algorithm": str(hashed.algorithm), "files": dict(sorted(hashed.files.items()))}
+
+
+def digest(files: Mapping[str, bytes]) -> dict[str, object]:
+    """The same ``digest`` computed here from file contents (for variants assembled in memory)."""
+    return {
+        "algorithm": "sha256",
+        "files": {rel: base64.b64encode(hashlib.sha256(data).digest()).decode() for rel, data in sorted(files.items())},
+    }
+
+
+def _backend_type(variant: str) -> str:
+    for key, kind in (("-cu", "cuda"), ("-rocm", "rocm"), ("-xpu", "xpu"), ("-metal", "metal"), ("-cpu", "cpu")):
+        if key in variant:
+            return kind
+    return variant.removeprefix("torch-")
+
+
+def flat_variant(
+    build: Path, variant: str, so_cache: Path, *, name: str = "img2gray", version: int = 1, with_digest: bool = True
+) -> Path:
+    """``build/<variant>/`` in the current flat layout, with ``metadata.json`` (and its digest)."""
+    vdir = build / variant
+    vdir.mkdir(parents=True, exist_ok=True)
+    backend = _backend_type(variant)
+    noarch = variant.startswith("torch-") and not variant.startswith("torch-stable-abi")
+    files: dict[str, bytes] = {}
+    if noarch:
+        files["__init__.py"] = _NOARCH_INIT.encode()
+    else:
+        module = f"_{name}_{backend}_{OPS_ID}"
+        so = compile_extension(vdir / f"{module}.abi3.so", module, so_cache)
+        files[so.name] = so.read_bytes()
+        files["__init__.py"] = _INIT.format(variant=variant).encode()
+        files["_ops.py"] = _OPS.format(module=module).encode()
+    for rel, data in files.items():
+        (vdir / rel).write_bytes(data)
+    meta: dict[str, object] = {
+        "name": name,
+        "id": f"_{name}_{backend}_{OPS_ID}",
+        "version": version,
+        "license": "Apache-2.0",
+        "python-depends": [],
+        "backend": {"type": backend},
+    }
+    if with_digest:
+        meta["digest"] = kernel_builder_digest(vdir)
+    (vdir / "metadata.json").write_text(json.dumps(meta, indent=2))
+    return vdir
+
+
+def nested_variant(build: Path, variant: str, so_cache: Path, *, package: str = "img2gray") -> Path:
+    """``build/<variant>/<package>/`` in the older nested layout (no metadata.json)."""
+    pdir = build / variant / package
+    pdir.mkdir(parents=True, exist_ok=True)
+    if variant == "torch-universal":
+        (pdir / "__init__.py").write_text(_NOARCH_INIT)
+        return pdir
+    module = f"_{package}_{OPS_ID}"
+    compile_extension(pdir / f"{module}.abi3.so", module, so_cache)
+    (pdir / "__init__.py").write_text(_INIT.format(variant=variant))
+    (pdir / "_ops.py").write_text(_OPS.format(module=module))
+    return pdir
+
+
+FLAT_VARIANTS = (
+    "torch213-cxx11-cpu-x86_64-linux",
+    "torch213-cxx11-cu130-x86_64-linux",
+    "torch212-cxx11-rocm71-x86_64-linux",
+    "torch-stable-abi210-cu130-x86_64-linux",
+    "torch213-xpu20253-x86_64-linux",
+    "torch-cpu",
+    "torch-cuda",
+    "torch213-metal-aarch64-darwin",
+    "tvm-ffi213-cu130-x86_64-linux",
+)
+NESTED_VARIANTS = (
+    "torch29-cxx11-cu128-x86_64-linux",
+    "torch210-cxx11-cpu-x86_64-linux",
+    "torch-universal",
+)
+
+
+# The wheels `python -m tools.hub2wheel` writes for make_flat_repo's variants.
+FLAT_WHEELS = frozenset({
+    "img2gray-1-py3-none-any.whl",
+    "img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
+    "img2gray_cu130-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
+    "img2gray_cu130-1-cp39-abi3-manylinux_2_17_x86_64.whl",
+    "img2gray_rocm71-1+torch2.12-cp39-abi3-manylinux_2_17_x86_64.whl",
+    "img2gray_xpu20253-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
+    "img2gray_tvm_ffi_cu130-1+tvmffi2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
+})
+
+
+def make_flat_repo(root: Path, so_cache: Path, variants: Iterable[str] = FLAT_VARIANTS) -> Path:
+    for variant in variants:
+        flat_variant(root / "build", variant, so_cache)
+    return root
+
+
+def make_nested_repo(root: Path, so_cache: Path, variants: Iterable[str] = NESTED_VARIANTS) -> Path:
+    for variant in variants:
+        nested_variant(root / "build", variant, so_cache)
+    return root
+
+
+def git_commit_all(repo: Path, message: str, *, branch: str = "main") -> str:
+    """Commit everything in ``repo`` (initialising it on ``branch``) and return the commit id."""
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "PATH": "/usr/bin:/bin"}
+    if not (repo / ".git").exists():
+        subprocess.run(["git", "init", "-q", "-b", branch, str(repo)], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", message], check=True, env=env)
+    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, env=env, capture_output=True)
+    return out.stdout.decode().strip()
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)

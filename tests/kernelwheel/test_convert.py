@@ -1,0 +1,134 @@
+"""tools.kernelwheel.convert through the library (not the command): convert() reports every variant, build_variant()
+checks one and writes nothing, a bad variant never stops the others."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+from rich.console import Console
+
+from tests.helpers import kernel_repos
+from tools.kernelwheel.convert import Options, Source, build_variant, convert
+from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
+from tools.kernelwheel.lockfile import VariantLock, variant_hash
+from tools.kernelwheel.selection import VariantFilter
+from tools.kernelwheel.sources import local_source
+from tools.kernelwheel.variants import Variant
+
+CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, force_terminal=False, highlight=False, soft_wrap=True), buffer
+
+
+def test_convert_reports_every_variant(flat_repo: Path, tmp_path: Path) -> None:
+    console, buffer = _console()
+    report = convert(local_source(flat_repo), Options(out_dir=tmp_path / "out"), console)
+    assert {path.name for _, path in report.converted} == kernel_repos.FLAT_WHEELS
+    assert all(path.parent == tmp_path / "out" and path.is_file() for _, path in report.converted)
+    skipped = dict(report.skipped)
+    every = {variant for variant, _ in report.converted} | set(skipped)
+    assert every == set(kernel_repos.FLAT_VARIANTS) and len(report.converted) + len(skipped) == len(every)
+    assert "OS 'darwin'" in skipped["torch213-metal-aarch64-darwin"]
+    assert "same noarch wheel" in skipped["torch-cpu"]  # torch-cuda gives the one noarch wheel
+    # progress goes to the console it was given (plain: not a terminal), one line per wheel
+    lines = buffer.getvalue().splitlines()
+    assert f"✓ {CPU_VARIANT} → img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl" in lines
+    assert len(lines) == len(report.converted)
+
+
+def test_convert_with_a_variant_filter(flat_repo: Path, tmp_path: Path) -> None:
+    options = Options(out_dir=tmp_path, variants=VariantFilter(patterns=("*-cpu-*",)))
+    report = convert(local_source(flat_repo), options, _console()[0])
+    assert [variant for variant, _ in report.converted] == [CPU_VARIANT]
+    assert [p.name for p in tmp_path.iterdir()] == ["img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"]
+
+
+def test_convert_without_build_dir_reports_it(tmp_path: Path) -> None:
+    report = convert(local_source(tmp_path), Options(out_dir=tmp_path / "out"), _console()[0])
+    assert report.converted == [] and report.skipped == [("build/", f"{tmp_path} has no build/ directory")]
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_variant_writes_nothing(flat_repo: Path, tmp_path: Path) -> None:
+    source = local_source(flat_repo)
+    options = Options(out_dir=tmp_path / "out", kernel_version=Version("0.3.0"))
+    contents = build_variant(Variant.parse(CPU_VARIANT), source.build_dir / CPU_VARIANT, source, options)
+    assert contents.name.filename == "img2gray_cpu-0.3.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
+    assert sorted(contents.files) == ["img2gray/__init__.py", "img2gray/_img2gray_cpu_abc1234.abi3.so",
+                                      "img2gray/_ops.py", "img2gray/metadata.json"]
+    assert contents.files["img2gray/_ops.py"] == (source.build_dir / CPU_VARIANT / "_ops.py").read_bytes()
+    assert not contents.root_is_purelib
+    assert [str(r) for r in contents.metadata["requires_dist"]] == ["torch==2.13.*"]
+    assert contents.metadata["license"] == "Apache-2.0"
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_variant_version_comes_from_the_option_then_the_ref_then_metadata(flat_repo: Path) -> None:
+    variant, options = Variant.parse(CPU_VARIANT), Options()
+    source = local_source(flat_repo)
+    folder = source.build_dir / CPU_VARIANT
+    assert build_variant(variant, folder, source, options).name.version == Version("1+torch2.13")  # metadata.json
+    tagged = Source(source.build_dir, source.label, source.kernel_name, version=Version("1.4.0"))
+    assert build_variant(variant, folder, tagged, options).name.version == Version("1.4.0+torch2.13")
+    forced = Options(kernel_version=Version("2.0"))
+    assert build_variant(variant, folder, tagged, forced).name.version == Version("2.0+torch2.13")
+
+
+@pytest.mark.parametrize(
+    ("case", "error", "message"),
+    [
+        ("traversal", InvalidVariant, "path traversal"),
+        ("symlink-outside", InvalidVariant, "secrets.txt is a symlink pointing outside"),
+        ("not-elf", InvalidVariant, "not an ELF file"),
+        ("tampered", DigestMismatch, "_ops.py does not match its sha256 digest"),
+        ("not-locked", InvalidVariant, "not in kernels.lock"),
+        ("lock-hash", DigestMismatch, "kernels.lock hash sha256-000"),
+    ],
+)
+def test_build_variant_refusals(case: str, error: type[Exception], message: str, tmp_path: Path,
+                                so_cache: Path) -> None:
+    build = tmp_path / "repo" / "build"
+    folder = kernel_repos.flat_variant(build, CPU_VARIANT, so_cache, with_digest=case != "symlink-outside")
+    meta_path = folder / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    locks: dict[str, VariantLock] | None = None
+    if case == "traversal":
+        meta["digest"]["files"]["../../etc/passwd"] = meta["digest"]["files"].pop("_ops.py")
+    elif case == "symlink-outside":
+        (folder / "secrets.txt").symlink_to("/etc/hostname")
+    elif case == "not-elf":
+        meta.pop("digest")
+        next(folder.glob("*.so")).write_bytes(b"not an elf at all")
+    elif case == "tampered":
+        (folder / "_ops.py").write_text("import os  # tampered\n")
+    elif case == "not-locked":
+        locks = {"torch-cpu": VariantLock(variant_hash(folder))}
+    elif case == "lock-hash":
+        locks = {CPU_VARIANT: VariantLock("sha256-" + "0" * 64)}
+    meta_path.write_text(json.dumps(meta))
+    source = Source(build, "testorg/img2gray@abc", "img2gray", locks=locks)
+    with pytest.raises(error) as info:
+        build_variant(Variant.parse(CPU_VARIANT), folder, source, Options())
+    assert message in str(info.value)
+
+
+def test_one_bad_variant_does_not_stop_the_others(flat_repo: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(flat_repo / "build" / CPU_VARIANT, repo / "build" / CPU_VARIANT)
+    shutil.copytree(flat_repo / "build" / "torch-cpu", repo / "build" / "torch-cpu")
+    (repo / "build" / CPU_VARIANT / "_ops.py").write_text("import os  # tampered\n")
+    (repo / "build" / "torch212-cxx11-cpu-x86_64-linux").symlink_to(repo / "build" / "torch-cpu")
+    report = convert(local_source(repo), Options(out_dir=tmp_path / "out"), _console()[0])
+    assert [variant for variant, _ in report.converted] == ["torch-cpu"]
+    skipped = dict(report.skipped)
+    assert "_ops.py does not match its sha256 digest" in skipped[CPU_VARIANT]
+    assert "the variant directory itself is a symlink" in skipped["torch212-cxx11-cpu-x86_64-linux"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["img2gray-1-py3-none-any.whl"]

@@ -1,0 +1,81 @@
+"""tools.hub against olah on 127.0.0.1, driving the real huggingface_hub client through HF_ENDPOINT.
+
+olah serves local git repositories as ``model`` repos only (no ``/api/kernels/``), so every call here also
+exercises the kernel→model fallback. It answers 401 (not 404) for an unknown revision; hub.py tells that apart
+from an unknown repository by listing the refs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from tests.helpers.hub_fixtures import HubRepos
+from tools.kernelwheel import hub
+from tools.kernelwheel.errors import OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
+
+
+def _settings(**overrides: str) -> hub.HubSettings:
+    return hub.HubSettings.from_env({**os.environ, **overrides})
+
+
+def test_version_refs_newest_first() -> None:
+    refs = hub.version_refs([("v1.0.0", "a"), ("v1.1.0", "b"), ("release", "x")], [("v1", "c"), ("v2", "d"), ("main", "m")])
+    assert [r.name for r in refs] == ["v2", "v1.1.0", "v1.0.0", "v1"]
+    assert hub.pick_version(refs, "1", "org/x").name == "v1.1.0"
+    assert hub.pick_version(refs, "<1.1", "org/x").name == "v1.0.0"
+    with pytest.raises(RevisionNotFound, match=r"available: v2, v1\.1\.0"):
+        hub.pick_version(refs, ">=3", "org/x")
+    with pytest.raises(RevisionNotFound, match="neither a major"):
+        hub.parse_version_spec("one point two")
+
+
+def test_resolve_version(hf_env: Path, hub_repos: HubRepos) -> None:
+    settings = _settings()
+    repo_type, ref = hub.resolve_version(settings.api(), settings, "testorg/img2gray", "1")
+    assert repo_type == "model"  # olah has no kernel repo type: fallback
+    assert (ref.name, ref.commit, ref.version) == ("v1.1.0", hub_repos.commits["v1.1.0"], Version("1.1.0"))
+    _, ref = hub.resolve_version(settings.api(), settings, "testorg/img2gray", "==1.0.*")
+    assert ref.commit == hub_repos.commits["v1.0.0"]
+    _, ref = hub.resolve_version(settings.api(), settings, "testorg/img2gray", "2")
+    assert (ref.name, ref.kind) == ("v2", "branch")
+
+
+def test_fetch_and_offline(hf_env: Path, hub_repos: HubRepos, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = _settings()
+    seen: list[str] = []
+    snap = hub.fetch(settings.api(), settings, "testorg/img2gray", "v1",
+                     patterns=["build/torch-cpu/*"], on_file=lambda f, i, n: seen.append(f))
+    assert snap.commit == hub_repos.commits["v1"]
+    assert snap.root.is_relative_to(hf_env)
+    init = snap.root / "build" / "torch-cpu" / "__init__.py"
+    assert init.is_symlink() and Path(os.path.realpath(init)).parent == Path(os.path.realpath(snap.blobs))
+    assert not (snap.root / "build" / "torch213-cxx11-cpu-x86_64-linux").exists()  # allow_patterns honoured
+    assert "build/torch-cpu/metadata.json" in seen
+    # offline: the same ref resolves from the cache, nothing is requested
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # would fail if used
+    offline = _settings(HF_HUB_OFFLINE="1")
+    assert hub.fetch(offline.api(), offline, "testorg/img2gray", "v1").commit == snap.commit
+    _, refs = hub.list_version_refs(offline.api(), offline, "testorg/img2gray")
+    assert [r.name for r in refs] == ["v1"]
+
+
+def test_offline_empty_cache(hf_env: Path) -> None:
+    offline = _settings(HF_HUB_OFFLINE="1")
+    with pytest.raises(OfflineCacheMiss, match="HF_HUB_OFFLINE is set"):
+        hub.fetch(offline.api(), offline, "testorg/img2gray", "v1")
+    with pytest.raises(OfflineCacheMiss, match="no refs"):
+        hub.resolve_version(offline.api(), offline, "testorg/img2gray", "1")
+
+
+def test_unknown_repo_and_revision(hf_env: Path) -> None:
+    settings = _settings()
+    with pytest.raises(RepositoryNotFound, match="testorg/nope"):
+        hub.fetch(settings.api(), settings, "testorg/nope", "main")
+    with pytest.raises(RepositoryNotFound):
+        hub.resolve_version(settings.api(), settings, "testorg/nope", "1")
+    with pytest.raises(RevisionNotFound, match=r"no branch, tag or commit 'v9'.*v1\.1\.0"):
+        hub.fetch(settings.api(), settings, "testorg/img2gray", "v9")

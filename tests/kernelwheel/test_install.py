@@ -1,0 +1,336 @@
+"""Tests for tools/kernelwheel/install.py: wheel selection with reasons, sub-index choice, the torch pin, errors."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import hashlib
+import http.server
+import json
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from tests.helpers import standin_wheels as standin
+from tools.cli import install_command
+from tools.kernelwheel.errors import DigestMismatch, IndexUnreachable, InvalidWheel, NoCompatibleWheel, ToolError
+from tools.kernelwheel.index import client
+from tools.kernelwheel.index.client import Candidate
+from tools.kernelwheel.index.writer import write_index
+from tools.kernelwheel.install import Environment, choose_wheels, cuda_compatible, plan_install
+from tools.kernelwheel.variants import Backend
+
+TAGS = frozenset({"cp311-abi3-manylinux_2_28_x86_64", "cp39-abi3-manylinux_2_28_x86_64", "py3-none-any"})
+T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"
+T214 = "img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl"
+NEWER_T213 = "img2gray_cu130-0.2.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"
+STABLE = "img2gray_cu130-0.3.0-cp39-abi3-manylinux_2_28_x86_64.whl"
+
+
+def target(torch: str | None = "2.14.1", tags: frozenset[str] = TAGS) -> Environment:
+    """A CUDA 13.0 torch (the stand-in wheels are img2gray-cu130 builds)."""
+    return Environment("/env/bin/python", Version("3.11.7"), Version(torch) if torch else None, tags, Version("13.0"))
+
+
+@pytest.fixture
+def simple(tmp_path: Path) -> Path:
+    house = tmp_path / "wheelhouse"
+    standin.write_standin(house, torch="2.13")
+    standin.write_standin(house, torch="2.14")
+    standin.write_standin(house, torch="2.13", base_version="0.2.0")  # newer release, older torch: the trap
+    write_index(house)
+    return house / "simple"
+
+
+def test_select_keeps_the_build_for_the_installed_torch_and_says_why_not_the_others() -> None:
+    candidates = [Candidate(f, f"http://x/{f}", None) for f in (T213, T214, NEWER_T213)]
+    torch_of = {T213: SpecifierSet("==2.13.*"), T214: SpecifierSet("==2.14.*"), NEWER_T213: SpecifierSet("==2.13.*")}
+    accepted, rejected = choose_wheels(candidates, target("2.14.1"), torch_of)
+    assert [c.filename for c in accepted] == [T214]
+    assert [(r.candidate.filename, r.reason) for r in rejected] == [
+        (T213, "needs torch==2.13.*, not 2.14.1"),
+        (NEWER_T213, "needs torch==2.13.*, not 2.14.1"),
+    ]
+
+
+def test_select_rejects_wheels_the_interpreter_cannot_install() -> None:
+    candidate = Candidate(T214, "http://x/" + T214, None)
+    accepted, rejected = choose_wheels([candidate], target(tags=frozenset({"cp311-cp311-macosx_14_0_arm64"})), {})
+    assert accepted == []
+    assert rejected[0].reason == "tag cp39-abi3-manylinux_2_28_x86_64 is not accepted by Python 3.11.7"
+
+
+def test_select_prefers_the_highest_fitting_version_and_accepts_stable_abi_builds() -> None:
+    stable = "img2gray_cu130-0.3.0-cp39-abi3-manylinux_2_28_x86_64.whl"
+    candidates = [Candidate(f, f"http://x/{f}", None) for f in (T214, stable)]
+    torch_of = {T214: SpecifierSet("==2.14.*"), stable: SpecifierSet(">=2.10")}
+    accepted, _ = choose_wheels(candidates, target("2.15.0"), torch_of)
+    assert [c.filename for c in accepted] == [stable]
+
+
+def test_plan_uses_the_torch_sub_index_and_pins_the_installed_torch(simple: Path) -> None:
+    plan = plan_install(simple.as_uri() + "/", "img2gray_cu130", target("2.14.1"))
+    assert plan.wheel.filename == T214
+    assert plan.index_url == simple.as_uri() + "/torch2.14/"
+    assert plan.torch_pin == "torch==2.14.1"
+    assert plan.argv == [
+        "/env/bin/python", "-m", "pip", "install", "--index-url", plan.index_url, "img2gray-cu130", "torch==2.14.1",
+    ]  # fmt: skip
+    uv = plan_install(simple.as_uri() + "/", "img2gray-cu130", target("2.14.1"), installer="uv",
+                      extra_index_urls=["https://pypi.org/simple"])  # fmt: skip
+    assert uv.argv == [
+        "uv", "pip", "install", "--python", "/env/bin/python", "--index-url", plan.index_url,
+        "--extra-index-url", "https://pypi.org/simple", "img2gray-cu130", "torch==2.14.1",
+    ]  # fmt: skip
+
+
+def test_plan_falls_back_to_the_flat_index_when_it_has_no_sub_indexes(simple: Path) -> None:
+    for sub in simple.glob("torch*/img2gray-cu130/index.html"):
+        sub.unlink()
+    plan = plan_install(simple.as_uri() + "/", "img2gray-cu130", target("2.14.1"))
+    assert plan.index_url == simple.as_uri() + "/"
+    assert plan.torch_pin == "torch==2.14.1"
+
+
+def test_missing_torch_combination_is_a_clear_error(simple: Path) -> None:
+    with pytest.raises(NoCompatibleWheel) as caught:
+        plan_install(simple.as_uri() + "/", "img2gray-cu130", target("2.12.0"))
+    message = str(caught.value)
+    first = f"img2gray-cu130 has no wheel for torch 2.12.0 (CUDA 13.0) on Python 3.11.7 on {simple.as_uri()}/"
+    assert message.splitlines()[0] == first
+    assert f"  {T214}: needs torch==2.14.*, not 2.12.0" in message.splitlines()
+    assert message.splitlines()[-1] == (
+        "hint: this index has builds for torch 2.13, 2.14; install one of those torch versions first, or build "
+        "img2gray-cu130 for torch 2.12 and add it to the index. Nothing was installed and torch was not touched."
+    )
+
+
+def test_unknown_project_is_a_clear_error(simple: Path) -> None:
+    with pytest.raises(NoCompatibleWheel, match="the index has no page for this project"):
+        plan_install(simple.as_uri() + "/", "img2gray-cu999", target())
+
+
+def test_unreachable_index_is_a_clear_error() -> None:
+    with pytest.raises(IndexUnreachable, match="is the index URL right and the server running"):
+        plan_install("http://127.0.0.1:9/simple/", "img2gray-cu130", target())
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _AuthHandler(_QuietHandler):
+    expected = "Basic " + base64.b64encode(b"reader:pw").decode()
+
+    def do_GET(self) -> None:
+        if self.headers.get("Authorization") != self.expected:
+            self.send_error(401)
+            return
+        super().do_GET()
+
+
+@contextlib.contextmanager
+def _serve(root: Path, handler: type[http.server.SimpleHTTPRequestHandler] = _QuietHandler) -> Iterator[str]:
+    """``root`` over http.server on loopback; yields ``127.0.0.1:<port>``."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def served(simple: Path) -> Iterator[str]:
+    with _serve(simple.parent, _AuthHandler) as host:
+        yield host
+
+
+def test_plan_over_http_with_credentials_in_the_url(served: str) -> None:
+    plan = plan_install(f"http://reader:pw@{served}/simple/", "img2gray-cu130", target("2.14.1"))
+    assert plan.wheel.filename == T214
+    assert plan.index_url == f"http://reader:pw@{served}/simple/torch2.14/"
+    with pytest.raises(IndexUnreachable) as caught:
+        plan_install(f"http://reader:wrong@{served}/simple/", "img2gray-cu130", target())
+    assert "HTTP 401" in str(caught.value) and "wrong" not in str(caught.value)  # the password is not echoed
+
+
+def test_torch_requirement_without_pep658_metadata_comes_from_the_wheel(simple: Path) -> None:
+    house = simple.parent
+    stable = standin.write_standin(house, torch=None, stable_abi_floor="2.10", base_version="0.3.0")
+    candidate = Candidate(stable.name, stable.as_uri(), None)
+    assert client.torch_requirement_of(candidate) == SpecifierSet(">=2.10")
+    labelled = Candidate(T213, (house / T213).as_uri(), None)
+    assert client.torch_requirement_of(labelled) == SpecifierSet("==2.13.*")
+
+
+@contextlib.contextmanager
+def _index_url(simple: Path, scheme: str) -> Iterator[str]:
+    """The index root of ``simple`` as file:// or over http with credentials (``_AuthHandler``)."""
+    if scheme == "file":
+        yield simple.as_uri() + "/"
+    else:
+        with _serve(simple.parent, _AuthHandler) as host:
+            yield f"http://reader:pw@{host}/simple/"
+
+
+@pytest.mark.parametrize("scheme", ["file", "http"])
+def test_a_metadata_file_that_does_not_match_the_page_hash_is_refused(simple: Path, scheme: str) -> None:
+    # The .metadata of the newer torch-2.13 build now claims any torch >= 2.10 fits, but the page still
+    # carries the hash of the real file (a stale or tampered index). Believed, 0.2.0+torch2.13 would fit
+    # torch 2.14.1 and win as the highest version: exactly the torch downgrade this tool exists to prevent.
+    metadata = simple.parent / (NEWER_T213 + ".metadata")
+    original = metadata.read_bytes()
+    assert b"Requires-Dist: torch==2.13.*\n" in original
+    metadata.write_bytes(original.replace(b"Requires-Dist: torch==2.13.*", b"Requires-Dist: torch>=2.10"))
+    with _index_url(simple, scheme) as index:
+        with pytest.raises(DigestMismatch) as caught:
+            plan_install(index, "img2gray-cu130", target("2.14.1"))
+        message = str(caught.value)
+        url = index.replace("reader:pw@", "reader:***@").removesuffix("simple/") + NEWER_T213.replace("+", "%2B")
+        assert message.startswith(f"{url}.metadata: the .metadata of {NEWER_T213} does not match the index's hash ")
+        assert f"sha256 {hashlib.sha256(metadata.read_bytes()).hexdigest()}" in message
+        assert f"the page says {hashlib.sha256(original).hexdigest()}" in message
+        assert ":pw@" not in message
+
+    # Control: with the page's hash updated to the tampered file, the lie is believed, so the check is what
+    # stopped it above.
+    page = simple / "img2gray-cu130" / "index.html"
+    tampered = hashlib.sha256(metadata.read_bytes()).hexdigest()
+    page.write_text(page.read_text().replace(hashlib.sha256(original).hexdigest(), tampered))
+    with _index_url(simple, scheme) as index:
+        assert plan_install(index, "img2gray-cu130", target("2.14.1")).wheel.filename == NEWER_T213
+
+
+@pytest.mark.parametrize("scheme", ["file", "http"])
+def test_a_wheel_fetched_as_fallback_is_checked_against_its_page_hash(simple: Path, scheme: str) -> None:
+    stable = standin.write_standin(simple.parent, torch=None, stable_abi_floor="2.10", base_version="0.3.0")
+    digest = hashlib.sha256(stable.read_bytes()).hexdigest()
+    with _index_url(simple, scheme) as index:
+        url = index.removesuffix("simple/") + stable.name
+        good = Candidate(stable.name, url, None, digests={"sha256": digest})
+        assert client.torch_requirement_of(good) == SpecifierSet(">=2.10")
+        bad = Candidate(stable.name, url, None, digests={"sha256": "0" * 64})
+        with pytest.raises(DigestMismatch) as caught:
+            client.torch_requirement_of(bad)
+    expected = f"{client.redact(url)}: the wheel {stable.name} does not match the index's hash"
+    assert str(caught.value).startswith(expected)
+    assert f"(sha256 {digest}, the page says {'0' * 64})" in str(caught.value)
+
+
+def _page_linking(root: Path, href: str, text: str) -> None:
+    page = root / "simple" / "img2gray-cu130" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f'<!DOCTYPE html>\n<html><body><a href="{href}">{text}</a><br></body></html>\n')
+
+
+def test_a_remote_page_that_links_to_a_local_file_is_refused(simple: Path, tmp_path: Path) -> None:
+    wheel = (simple.parent / T214).as_uri()
+    root = tmp_path / "hostile"
+    _page_linking(root, wheel, T214)
+    with _serve(root) as host, pytest.raises(ToolError) as caught:
+        plan_install(f"http://{host}/simple/", "img2gray-cu130", target("2.14.1"))
+    assert str(caught.value) == (
+        f"http://{host}/simple/img2gray-cu130/ links {T214} to {wheel}: a remote index may not point at local "
+        "files, refusing it"
+    )
+    # A file:// index linking to a local file is the user's own disk pointing at itself: still fine.
+    local = client.list_candidates(root.joinpath("simple").as_uri() + "/", "img2gray-cu130")
+    assert local == [Candidate(T214, wheel, None)]
+
+
+def test_a_fallback_download_that_is_not_a_wheel_is_a_clear_error(tmp_path: Path) -> None:
+    html = tmp_path / "html" / STABLE
+    html.parent.mkdir()
+    html.write_bytes(b"<html>please log in</html>")  # what a misconfigured proxy serves in place of the file
+    with pytest.raises(InvalidWheel) as caught:
+        client.torch_requirement_of(Candidate(STABLE, html.as_uri(), None))
+    assert str(caught.value) == f"{html.as_uri()}: not a wheel (not a readable zip archive: File is not a zip file)"
+
+    bare = tmp_path / "bare" / STABLE
+    bare.parent.mkdir()
+    with zipfile.ZipFile(bare, "w") as archive:
+        archive.writestr("img2gray/__init__.py", "")
+    with pytest.raises(InvalidWheel) as caught:
+        client.torch_requirement_of(Candidate(STABLE, bare.as_uri(), None))
+    assert str(caught.value) == f"{bare.as_uri()}: not a wheel: it has no *.dist-info/METADATA"
+
+
+def test_main_prints_the_command_for_this_interpreter(simple: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert install_command.main(["--index-url", simple.as_uri() + "/", "img2gray-cu130", "--torch", "2.14.1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == (
+        f"{sys.executable} -m pip install --index-url {simple.as_uri()}/torch2.14/ img2gray-cu130 torch==2.14.1\n"
+    )
+    assert f"  skipped {NEWER_T213}: needs torch==2.13.*, not 2.14.1" in captured.err.splitlines()
+    assert install_command.main(["--index-url", simple.as_uri() + "/", "img2gray-cu130", "--torch", "2.14.1",
+                                 "--json", "--installer", "uv"]) == 0  # fmt: skip
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["wheel"] == T214 and plan["torch_pin"] == "torch==2.14.1"
+    assert plan["argv"][:3] == ["uv", "pip", "install"]
+
+
+def test_main_reports_a_missing_combination_and_exits_1(simple: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert install_command.main(["--index-url", simple.as_uri() + "/", "img2gray-cu130", "--torch", "2.12.0"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "error: img2gray-cu130 has no wheel for torch 2.12.0" in captured.err
+
+
+# --- CUDA: kernels' rule (same major, build minor <= the torch's), and which project to install instead ---------
+
+@pytest.fixture
+def cuda_index(tmp_path: Path) -> Path:
+    house = tmp_path / "cuda-house"
+    for backend in ("cu128", "cu130"):
+        standin.write_standin(house, torch=None, distribution=f"img2gray-{backend}", stable_abi_floor="2.10")
+    write_index(house)
+    return house / "simple"
+
+
+def cuda_target(cuda: str | None) -> Environment:
+    return Environment("/env/bin/python", Version("3.11.7"), Version("2.14.1"), TAGS,
+                       Version(cuda) if cuda else None)
+
+
+def test_a_cuda_13_build_is_refused_for_a_cuda_12_9_torch_and_cu128_is_named(cuda_index: Path) -> None:
+    with pytest.raises(NoCompatibleWheel) as raised:
+        plan_install(cuda_index.as_uri() + "/", "img2gray-cu130", cuda_target("12.9"))
+    message = str(raised.value)
+    assert "img2gray-cu130 is built for CUDA 13.0, which a torch for CUDA 12.9 cannot load" in message
+    assert "install img2gray-cu128 instead" in message
+
+
+def test_a_compatible_cuda_build_is_planned(cuda_index: Path) -> None:
+    assert plan_install(cuda_index.as_uri() + "/", "img2gray-cu128", cuda_target("12.9")).project == "img2gray-cu128"
+    assert plan_install(cuda_index.as_uri() + "/", "img2gray-cu130", cuda_target("13.2")).project == "img2gray-cu130"
+
+
+def test_a_cuda_build_for_a_cpu_only_torch_names_the_cpu_project(cuda_index: Path) -> None:
+    with pytest.raises(NoCompatibleWheel, match="this index has none of img2gray-cpu"):
+        plan_install(cuda_index.as_uri() + "/", "img2gray-cu130", cuda_target(None))
+
+
+@pytest.mark.parametrize("runtime", ["12.8", "12.9", "13.0", "13.2", "11.8"])
+def test_cuda_rule_matches_kernels_variant_resolution(runtime: str) -> None:
+    from kernels.backends import CUDA
+    from kernels.variants import _resolve_variant_for_system, parse_variant
+
+    builds = ["cu118", "cu126", "cu128", "cu129", "cu130", "cu132"]
+    variants = [parse_variant(f"torch-stable-abi210-{b}-x86_64-linux") for b in builds]
+    accepted, _ = _resolve_variant_for_system(
+        variants, CUDA(version=Version(runtime)), "x86_64", "linux", Version("2.14"), True, None)
+    theirs = [v.arch.backend.variant_str for v in accepted]
+    ours = sorted((b for b in builds if cuda_compatible(Backend.parse(b).version or Version("0"), Version(runtime))),
+                  key=lambda b: Backend.parse(b).version or Version("0"), reverse=True)
+    assert ours == theirs

@@ -1,0 +1,134 @@
+"""Our decisions next to kernels 0.17.2's own, on the same fixtures: digests, metadata, locks, variant names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kernels._rust import (
+    Digest,
+    DigestAlgorithm,
+    DigestValidationError,
+    KernelDependency,
+    KernelLock,
+    KernelLocks,
+    KernelVersion,
+    Metadata,
+)
+from kernels.variants import parse_variant
+
+from tests.helpers import kernel_repos
+from tools.kernelwheel.digests import digest_violations, verify_digest
+from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile, InvalidVariantName
+from tools.kernelwheel.layout import collect_files, read_metadata
+from tools.kernelwheel.lockfile import parse_lockfile
+from tools.kernelwheel.variants import Variant
+
+VARIANT = "torch-stable-abi210-cpu-x86_64-linux"
+
+
+@pytest.fixture
+def variant_dir(tmp_path: Path, so_cache: Path) -> Path:
+    return kernel_repos.flat_variant(tmp_path / "build", VARIANT, so_cache)
+
+
+def _kernels_violations(folder: Path) -> list[str]:
+    """kernels' verdict: the metadata's digest (parsed by kernels) validated against kernels' hash of the folder."""
+    metadata = Metadata.read_from_file(folder / "metadata.json")
+    assert metadata.digest is not None
+    actual = Digest.hash_variant(metadata.digest.algorithm, folder)
+    try:
+        metadata.digest.validate(actual)
+    except DigestValidationError as exc:
+        return sorted(str(v) for v in exc.violations)
+    return []
+
+
+def _our_violations(folder: Path) -> list[str]:
+    files = collect_files(folder, "build/v")
+    violations = digest_violations(files, read_metadata(files, "build/v"), "build/v")
+    assert violations is not None
+    return violations
+
+
+@pytest.mark.parametrize("tamper", ["none", "edit", "add", "remove", "edit-and-add"])
+def test_digest_verdicts_match_kernels(variant_dir: Path, tamper: str) -> None:
+    if "edit" in tamper:
+        (variant_dir / "__init__.py").write_text("# edited\n")
+    if "add" in tamper:
+        (variant_dir / "extra.py").write_text("x = 1\n")
+    if tamper == "remove":
+        (variant_dir / "_ops.py").unlink()
+    ours, theirs = _our_violations(variant_dir), _kernels_violations(variant_dir)
+    # Same number of violations, each about the same file (kernels words them its own way).
+    assert len(ours) == len(theirs)
+    for path in ("__init__.py", "extra.py", "_ops.py"):
+        assert sum(path in v for v in ours) == sum(path in v for v in theirs), (path, ours, theirs)
+    if tamper == "none":
+        files = collect_files(variant_dir, "v")
+        assert ours == [] and verify_digest(files, read_metadata(files, "v"), "v")
+
+
+def test_every_violation_is_reported_in_one_error(variant_dir: Path) -> None:
+    (variant_dir / "__init__.py").write_text("# edited\n")
+    (variant_dir / "extra.py").write_text("x = 1\n")
+    files = collect_files(variant_dir, "build/v")
+    with pytest.raises(DigestMismatch) as raised:
+        verify_digest(files, read_metadata(files, "build/v"), "build/v")
+    message = str(raised.value)
+    assert "extra.py is not covered" in message and "__init__.py does not match its sha256 digest" in message
+    assert "\n" not in message
+
+
+def test_fixture_metadata_is_what_kernels_reads(variant_dir: Path) -> None:
+    metadata = Metadata.read_from_file(variant_dir / "metadata.json")
+    ours = json.loads((variant_dir / "metadata.json").read_text())
+    assert (str(metadata.name), metadata.id, metadata.version) == (ours["name"], ours["id"], ours["version"])
+    assert metadata.digest is not None and metadata.digest.files == ours["digest"]["files"]
+    assert metadata.digest.algorithm == DigestAlgorithm.SHA256
+
+
+def test_a_lock_written_by_kernels_is_read_as_kernels_reads_it() -> None:
+    commit_a, commit_b = "a" * 40, "b" * 40
+    locks = KernelLocks({
+        KernelDependency("org/relu", KernelVersion.Version(1)): KernelLock(commit_a),
+        KernelDependency("org/gelu", KernelVersion.Revision("main")): KernelLock(commit_b),
+    })
+    text = locks.to_json()
+    parsed = parse_lockfile(text)
+    assert sorted((lock.repo_id, lock.sha, lock.variants) for lock in parsed) == sorted(
+        (dependency.repo_id, lock.commit, None) for dependency, lock in KernelLocks.from_json(text).items()
+    )
+
+
+def test_old_format_lock_is_still_read_and_kernels_refuses_it() -> None:
+    old = json.dumps([{"repo_id": "org/relu", "sha": "c" * 40,
+                       "variants": {VARIANT: {"hash": "sha256-" + "0" * 64, "hash_type": "git_lfs_concat"}}}])
+    (lock,) = parse_lockfile(old)
+    assert lock.variants is not None and set(lock.variants) == {VARIANT}
+    with pytest.raises(ValueError, match="unknown field"):
+        KernelLocks.from_json(old)
+
+
+def test_a_broken_new_format_entry_says_what_kernels_refused() -> None:
+    broken = json.dumps([{"dependency": {"repo-id": "org/relu", "version": 1}, "lock": {"commit": "xyz"}}])
+    with pytest.raises(InvalidLockfile, match="entry 0: not a kernels lock entry"):
+        parse_lockfile(broken)
+
+
+@pytest.mark.parametrize("name", [
+    "torch214-cxx11-cu130-x86_64-linux", "torch-stable-abi210-cu130-aarch64-linux", "tvm-ffi01-cu130-x86_64-linux",
+    "torch29-cxx98-rocm64-x86_64-linux", "torch-cuda", "torch-cpu", "torch-universal", "torch213-cxx11-cpu-x86_64-linux",
+    "torch212-cxx11-xpu20252-x86_64-linux", "torch210-metal-aarch64-darwin",
+])
+def test_variant_names_parse_to_the_same_string_as_kernels(name: str) -> None:
+    try:
+        theirs = parse_variant(name).variant_str
+    except ValueError:
+        theirs = None
+    try:
+        ours: str | None = str(Variant.parse(name))
+    except InvalidVariantName:
+        ours = None
+    assert ours == theirs, (name, ours, theirs)

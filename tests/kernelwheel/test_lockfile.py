@@ -1,0 +1,97 @@
+"""tools.lockfile: kernels.lock parsing and the git_lfs_concat hash, checked against kernels 0.11.3 itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
+from tools.kernelwheel.lockfile import (
+    VariantLock,
+    combine,
+    dump_lockfile,
+    git_blob_id,
+    parse_lockfile,
+    variant_hash,
+    verify_variant,
+)
+
+SHA = "d649efb56fb249ac8f7a57fa1866728ad0c60e52"
+HASH = "sha256-" + "ab" * 32
+
+
+def test_parse_round_trip() -> None:
+    text = json.dumps([{"repo_id": "org/relu", "sha": SHA,
+                        "variants": {"torch210-cxx11-cu128-x86_64-linux": {"hash": HASH, "hash_type": "git_lfs_concat"}}}])
+    locks = parse_lockfile(text)
+    assert locks[0].repo_id == "org/relu" and locks[0].sha == SHA
+    assert locks[0].variants["torch210-cxx11-cu128-x86_64-linux"] == VariantLock(HASH)
+    assert parse_lockfile(dump_lockfile(locks)) == locks
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ("{", "not valid JSON"),
+        ("{}", "expected a JSON list"),
+        ('[{"repo_id": "x/y", "sha": "abc", "variants": {}}]', "40-hex-digit"),
+        ('[{"repo_id": "xy", "sha": "' + SHA + '", "variants": {}}]', "org/name"),
+        ('[{"sha": "' + SHA + '", "variants": {}}]', "missing repo_id"),
+        ('[{"repo_id": "x/y", "sha": "' + SHA + '", "variants": {"v": {"hash": "md5-1"}}}]', "sha256-<64 hex>"),
+        ('[{"repo_id": "x/y", "sha": "' + SHA + '", "variants": {"v": {"hash": "' + HASH + '", "hash_type": "nix"}}}]',
+         "hash_type"),
+    ],
+)
+def test_parse_errors(data: str, reason: str) -> None:
+    with pytest.raises(InvalidLockfile, match=reason):
+        parse_lockfile(data)
+
+
+def test_git_blob_id_matches_git(tmp_path: Path) -> None:
+    f = tmp_path / "a.py"
+    f.write_bytes(b"x = 1\n")
+    out = subprocess.run(["git", "hash-object", str(f)], capture_output=True, text=True, check=True).stdout.strip()
+    assert git_blob_id(f.read_bytes()) == out
+
+
+def test_hash_definition(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "b.py").write_bytes(b"b")
+    (tmp_path / "sub" / "a.py").write_bytes(b"a")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"junk")  # ignored
+    m = hashlib.sha256()
+    for path, data in sorted([(b"b.py", b"b"), (b"sub/a.py", b"a")]):
+        m.update(path)
+        m.update(bytes.fromhex(git_blob_id(data)))
+    assert variant_hash(tmp_path) == f"sha256-{m.hexdigest()}" == combine(
+        [("sub/a.py", git_blob_id(b"a")), ("b.py", git_blob_id(b"b"))])
+    verify_variant(tmp_path, VariantLock(variant_hash(tmp_path)), label="x")
+    with pytest.raises(DigestMismatch, match="does not match"):
+        verify_variant(tmp_path, VariantLock(HASH), label="org/x build/v")
+
+
+def test_hash_agrees_with_kernels_validate_kernel(flat_repo: Path, kernels_venv: Path, tmp_path: Path) -> None:
+    """kernels 0.11.3's own validate_kernel() accepts our hash for an HF-cache-shaped snapshot."""
+    # Build a cache-like snapshot: files are symlinks to blobs named by their git blob id.
+    blobs, snap = tmp_path / "blobs", tmp_path / "snapshots" / SHA
+    blobs.mkdir()
+    variant = "torch213-cxx11-cpu-x86_64-linux"
+    for f in sorted((flat_repo / "build" / variant).rglob("*")):
+        if f.is_file():
+            blob = blobs / git_blob_id(f.read_bytes())
+            blob.write_bytes(f.read_bytes())
+            link = snap / "build" / variant / f.relative_to(flat_repo / "build" / variant)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(blob)
+    ours = variant_hash(snap / "build" / variant)
+    code = ("import sys; from pathlib import Path; from kernels.utils import validate_kernel;"
+            "validate_kernel(repo_path=Path(sys.argv[1]), variant=sys.argv[2], hash=sys.argv[3]); print('ok')")
+    out = subprocess.run([str(kernels_venv / "bin" / "python"), "-c", code, str(snap), variant, ours],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -1,0 +1,76 @@
+"""python_depends: logical python-depends → pip requirements, decided as kernels 0.17.2 decides them."""
+
+from __future__ import annotations
+
+import pytest
+from kernels import backends as kernels_backends
+from kernels.python_deps import validate_dependencies
+from packaging.requirements import Requirement
+
+from tools.kernelwheel.errors import InvalidVariant
+from tools.kernelwheel.python_depends import depends_requirements, known_names, map_depends, read_depends
+
+# One kernels backend object per backend name (kernels keys its table by Backend.name).
+KERNELS_BACKENDS = {
+    "cpu": kernels_backends.CPU(),
+    "metal": kernels_backends.Metal(),
+    "neuron": kernels_backends.Neuron(),
+}
+
+NAMES = ["einops", "helion", "tvm-ffi", "nvidia-cutlass-dsl", "onednn", "nki", "kepler-22b", "numpy>=2", "torch"]
+
+
+def _kernels_accepts(name: str, backend: str) -> bool:
+    """kernels' own decision: validate_dependencies raises ValueError for a name it does not know for the backend
+    (and ImportError when it knows it but it is not installed here, which is still a known name)."""
+    try:
+        validate_dependencies("fixture", [name], _kernels_backend(backend))
+    except ValueError as exc:
+        assert "unsupported kernel dependency" in str(exc)
+        return False
+    except ImportError:
+        return True
+    return True
+
+
+def _kernels_backend(name: str) -> kernels_backends.Backend:
+    if name in KERNELS_BACKENDS:
+        return KERNELS_BACKENDS[name]
+    # CUDA/ROCm/XPU objects need a version; only .name is read by validate_dependencies.
+    kind = {"cuda": kernels_backends.CUDA, "rocm": kernels_backends.ROCm, "xpu": kernels_backends.XPU}[name]
+    backend = object.__new__(kind)
+    return backend
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda", "rocm", "xpu", "metal", "neuron"])
+@pytest.mark.parametrize("name", NAMES)
+def test_known_and_unknown_names_match_kernels(name: str, backend: str) -> None:
+    mapped = map_depends([name], backend)
+    assert (name not in mapped.unknown) == _kernels_accepts(name, backend), (name, backend)
+
+
+def test_logical_names_become_pip_projects() -> None:
+    mapped = map_depends(["tvm-ffi", "einops", "nvidia-cutlass-dsl", "einops"], "cuda")
+    assert [str(r) for r in mapped.requirements] == ["apache-tvm-ffi", "einops", "nvidia-cutlass-dsl"]
+    assert [str(r) for r in map_depends(["onednn"], "xpu").requirements] == ["onednn-devel"]
+    assert known_names("cpu") == ("einops", "helion", "tvm-ffi")
+
+
+def test_cuda_only_name_on_a_cpu_variant_is_an_error_naming_it() -> None:
+    with pytest.raises(InvalidVariant, match=r"build/torch-cpu/metadata.json: python-depends 'nvidia-cutlass-dsl' "
+                                             r"is not a dependency kernels knows for the cpu backend"):
+        depends_requirements(["nvidia-cutlass-dsl"], "cpu", "build/torch-cpu", allow_unknown=False)
+
+
+def test_unknown_names_pass_through_only_when_allowed() -> None:
+    got = depends_requirements(["einops", "numpy>=2"], "cpu", "build/v", allow_unknown=True)
+    assert got == [Requirement("einops"), Requirement("numpy>=2")]
+    with pytest.raises(InvalidVariant, match="is not a requirement"):
+        depends_requirements(["not a requirement!"], "cpu", "build/v", allow_unknown=True)
+
+
+@pytest.mark.parametrize("value", ["numpy", 123, [None, 1], {"numpy": 1}])
+def test_python_depends_must_be_a_list_of_strings(value: object) -> None:
+    with pytest.raises(InvalidVariant, match="python-depends must be a list of names"):
+        read_depends(value, "build/v")
+    assert read_depends(None, "build/v") == []

@@ -1,0 +1,35 @@
+"""tools.kernelwheel.selection: select_variants() keeps a reason for every variant it does not accept."""
+
+from __future__ import annotations
+
+from tests.kernelwheel.test_variants import NAMES  # one name of every family the grammar parses
+from tools.kernelwheel.selection import VariantFilter, select_variants
+
+
+def test_select_keeps_every_decision() -> None:
+    sel = select_variants([*NAMES, "garbage"])
+    accepted = {str(v) for v in sel.accepted}
+    rejected = {r.name: r.reason for r in sel.rejected}
+    assert accepted | set(rejected) == set(NAMES) | {"garbage"}
+    assert "tvm-ffi213-cu130-x86_64-linux" in accepted  # a wheel of its own (naming.wheel_name_for)
+    assert "darwin" in rejected["torch213-metal-aarch64-darwin"]
+    assert "windows" in rejected["torch210-cu128-x86_64-windows"]
+    assert "expected torch" in rejected["garbage"]
+    # one noarch wheel from several noarch directories
+    assert "torch-cuda" in accepted and "same noarch wheel" in rejected["torch-cpu"]
+    assert "same noarch wheel" in rejected["torch-universal"]
+
+
+def test_select_cxx_twins_follow_pypi_torch_abi() -> None:
+    sel = select_variants(["torch28-cxx11-cu128-x86_64-linux", "torch28-cxx98-cu128-x86_64-linux",
+                  "torch26-cxx11-cu124-x86_64-linux", "torch26-cxx98-cu124-x86_64-linux"])
+    assert {str(v) for v in sel.accepted} == {"torch28-cxx11-cu128-x86_64-linux", "torch26-cxx98-cu124-x86_64-linux"}
+    assert all("same wheel as" in r.reason for r in sel.rejected)
+
+
+def test_select_patterns() -> None:
+    sel = select_variants(NAMES, VariantFilter(patterns=("*-cu130-*",)))
+    assert {str(v) for v in sel.accepted} == {"torch210-cxx11-cu130-x86_64-linux",
+                                              "torch-stable-abi211-cu130-x86_64-linux",
+                                              "tvm-ffi213-cu130-x86_64-linux"}
+    assert any("not matched by --variant" in r.reason for r in sel.rejected)

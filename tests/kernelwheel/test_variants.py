@@ -1,0 +1,69 @@
+"""tools.kernelwheel.variants: parse/str round trip for every family, precise reasons for bad names."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from tools.kernelwheel.errors import InvalidVariantName
+from tools.kernelwheel.variants import Backend, Noarch, Torch, TorchStableAbi, TvmFfi, Variant
+
+NAMES = [
+    "torch29-cxx11-cu128-x86_64-linux",
+    "torch210-cxx11-cu130-x86_64-linux",
+    "torch26-cxx98-cu124-aarch64-linux",
+    "torch213-cxx11-rocm71-x86_64-linux",
+    "torch213-xpu20253-x86_64-linux",
+    "torch212-cxx11-cpu-aarch64-linux",
+    "torch213-metal-aarch64-darwin",
+    "torch210-cu128-x86_64-windows",
+    "torch-stable-abi211-cu130-x86_64-linux",
+    "tvm-ffi213-cu130-x86_64-linux",
+    "torch213-cxx11-cann81-aarch64-linux",
+    "torch-cuda",
+    "torch-cpu",
+    "torch-universal",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_round_trip(name: str) -> None:
+    assert str(Variant.parse(name)) == name
+
+
+def test_torch210_is_2_10_not_21_0() -> None:
+    v = Variant.parse("torch210-cxx11-cu128-x86_64-linux")
+    assert v.framework == Torch(Version("2.10"), "cxx11")
+    assert v.torch == Version("2.10")
+    assert v.backend_tag == "cu128"
+    assert v.arch is not None and v.arch.backend == Backend("cuda", Version("12.8"))
+
+
+def test_families() -> None:
+    assert Variant.parse("torch-stable-abi211-cu130-x86_64-linux").framework == TorchStableAbi(Version("2.11"))
+    assert Variant.parse("tvm-ffi213-cu130-x86_64-linux").framework == TvmFfi(Version("2.13"))
+    assert Variant.parse("torch-cuda") == Variant(Noarch("cuda"))
+    assert Variant.parse("torch-universal").backend_tag is None
+    assert Variant.parse("torch212-cxx11-rocm71-x86_64-linux").backend_tag == "rocm71"
+    assert Variant.parse("torch213-xpu20253-x86_64-linux").arch.backend.version == Version("2025.3")  # type: ignore[union-attr]
+    assert Variant.parse("torch212-cxx11-cpu-aarch64-linux").backend_tag == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("jax04-cu128-x86_64-linux", "expected torch<XY>"),
+        ("torch2-cxx11-cu128-x86_64-linux", "needs a major digit and a minor"),
+        ("torch28-cxx17-cu128-x86_64-linux", "neither 'cxx11' nor 'cxx98'"),
+        ("torch28-cxx11-cuda128-x86_64-linux", "unknown backend 'cuda128'"),
+        ("torch28-cxx11-cu128-riscv64-linux", "unknown CPU 'riscv64'"),
+        ("torch28-cxx11-cu128-x86_64-freebsd", "unknown OS 'freebsd'"),
+        ("torch28-cxx11-cu128-linux", "3 parts"),
+        ("torch-quantum", "unknown noarch backend 'quantum'"),
+        ("torch28-cxx11-cu0128-x86_64-linux", "canonical"),
+    ],
+)
+def test_rejections_are_precise(name: str, reason: str) -> None:
+    with pytest.raises(InvalidVariantName, match=reason) as info:
+        Variant.parse(name)
+    assert name in str(info.value)

@@ -1,0 +1,107 @@
+"""``python -m tools.hub2wheel``: repackage every build variant of a Hub kernel (or a local ``build/``) as wheels.
+
+The work is ``tools.kernelwheel.convert``; where the ``build/`` tree comes from is ``tools.kernelwheel.sources``.
+Wheel paths go to stdout, progress and errors to stderr; the exit code is 1 when nothing was converted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+from rich.console import Console
+
+from tools.kernelwheel import hub
+from tools.kernelwheel.console import make_console, print_error, print_skipped
+from tools.kernelwheel.convert import Options, Report, Source, convert
+from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.selection import VariantFilter
+from tools.kernelwheel.sources import hub_source, local_source, lock_sources
+
+EPILOG = """\
+examples:
+  # every variant of the newest v1.x of a Hub kernel, into ./wheelhouse
+  python -m tools.hub2wheel kernels-community/img2gray --version 1
+  # one commit, CUDA 13.0 variants only, from a private endpoint
+  HF_ENDPOINT=https://hub.internal python -m tools.hub2wheel org/img2gray --revision 3f2a9c1 --variant '*-cu130-*'
+  # everything a kernels.lock pins, hashes verified
+  python -m tools.hub2wheel --lock kernels.lock --out /srv/wheels
+  # a local checkout holding build/
+  python -m tools.hub2wheel ./img2gray --kernel-version 0.1.0
+then: pip install --find-links wheelhouse img2gray-cu130
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.hub2wheel",
+        description="Repackage the build variants of a Hub kernel repository (or a local build/) as wheels.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("source", nargs="?", help="Hub repo id (org/name) or a local directory holding build/")
+    ref = parser.add_mutually_exclusive_group()
+    ref.add_argument("--revision", help="branch, tag or commit to convert (default: main)")
+    ref.add_argument("--version", help="PEP 440 specifier or bare major, matched against v<version> tags/branches")
+    parser.add_argument("--variant", action="append", default=[], metavar="GLOB",
+                        help="only variants matching this glob (repeatable)")
+    parser.add_argument("--lock", metavar="KERNELS_LOCK", help="convert every kernel a kernels.lock pins, verified")
+    parser.add_argument("--out", type=Path, default=Path("wheelhouse"), help="output directory (default: wheelhouse)")
+    parser.add_argument("--dist-name", help="distribution base name (default: the kernel's name)")
+    parser.add_argument("--kernel-version", help="kernel version when neither the ref nor metadata.json gives one")
+    parser.add_argument("--allow-unknown-deps", action="store_true",
+                        help="pass python-depends names kernels does not know through as pip requirements "
+                             "(default: such a variant is skipped with the reason)")
+    return parser
+
+
+def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> Iterable[Source]:
+    settings = hub.HubSettings.from_env()
+    if args.lock:
+        return lock_sources(settings, Path(args.lock), repo_id=args.source, console=console)
+    local = Path(args.source)
+    if local.is_dir() or args.source.startswith((".", "/")):
+        if args.revision or args.version:
+            parser.error("--revision/--version apply to Hub repositories, not to a local directory")
+        return [local_source(local)]
+    return [hub_source(settings, args.source, revision=args.revision, version_spec=args.version,
+                       variant_globs=args.variant, console=console)]
+
+
+def _print_report(report: Report, console: Console) -> None:
+    for name, reason in report.skipped:
+        print_skipped(console, name, reason)
+    console.print(f"{len(report.converted)} wheel(s) written, {len(report.skipped)} variant(s) skipped")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    console = make_console()
+    if not args.source and not args.lock:
+        parser.error("give a SOURCE (org/name or a directory) or --lock kernels.lock")
+    try:
+        kernel_version = Version(args.kernel_version) if args.kernel_version else None
+    except InvalidVersion:
+        parser.error(f"--kernel-version {args.kernel_version!r} is not a PEP 440 version")
+    options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
+                      variants=VariantFilter(patterns=tuple(args.variant)), allow_unknown_deps=args.allow_unknown_deps)
+    total = Report()
+    try:
+        for source in _sources(args, parser, console):
+            report = convert(source, options, console)
+            total.converted.extend(report.converted)
+            total.skipped.extend(report.skipped)
+    except ToolError as exc:
+        print_error(console, exc)
+        return 1
+    for _, path in total.converted:
+        print(path)
+    _print_report(total, console)
+    return 0 if total.converted else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

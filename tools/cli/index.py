@@ -1,0 +1,67 @@
+"""``python -m tools.cli.index WHEELHOUSE``: write a static PEP 503 index with PEP 658 metadata and per-torch
+sub-indexes for the wheels in a folder (``tools.kernelwheel.index.writer`` says what it writes, and in which order)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.version import Version
+
+from tools.kernelwheel.console import make_console, print_error, print_step
+from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.index.writer import write_index
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.cli.index",
+        description="Write a static PEP 503 index (with PEP 658 metadata and per-torch sub-indexes) "
+        "for the wheels in a folder.",
+    )
+    parser.add_argument("wheelhouse", type=Path, help="folder holding the .whl files (e.g. wheelhouse)")
+    parser.add_argument(
+        "--torch",
+        action="append",
+        default=[],
+        type=Version,
+        metavar="X.Y",
+        help="also write simple/torchX.Y/ for this torch minor (repeatable), e.g. for stable-ABI builds",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = make_console()
+    print_step(console, f"* Indexing {args.wheelhouse}/ ...")
+    try:
+        report = write_index(args.wheelhouse, extra_torch=args.torch)
+    except ToolError as exc:
+        print_error(console, exc)
+        return 1
+    if args.json:
+        summary = {
+            "version": 1,
+            "wheels": [w.filename for w in report.wheels],
+            "added": report.added,
+            "removed": report.removed,
+            "projects": report.projects,
+            "torch_indexes": report.torch_indexes,
+        }
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(
+        f"Indexed {len(report.wheels)} wheels of {len(report.projects)} projects in {args.wheelhouse / 'simple'}/ "
+        f"({len(report.added)} new, {len(report.removed)} removed, {report.files_written} files written)"
+    )
+    if report.torch_indexes:
+        print("Per-torch indexes: " + ", ".join(f"simple/{name}/" for name in report.torch_indexes))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""``python -m tools.cli.install_command PROJECT --index-url URL``: print (or ``--run``) the pip/uv command that
+installs a project's wheel for the torch already installed, with torch pinned (``tools.kernelwheel.install``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.version import Version
+
+from tools.kernelwheel.console import make_console, print_error, print_step
+from tools.kernelwheel.errors import ToolError, TorchNotInstalled
+from tools.kernelwheel.index.client import redact
+from tools.kernelwheel.install import Environment, plan_install
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.cli.install_command",
+        description="Print (or run) the pip/uv command that installs a project's wheel for the torch already "
+        "installed, with torch pinned so the installer cannot change it.",
+    )
+    parser.add_argument("project", help="distribution name, e.g. img2gray-cu130")
+    parser.add_argument("--index-url", required=True, help="the index root, e.g. http://127.0.0.1:8080/simple/")
+    parser.add_argument("--extra-index-url", action="append", default=[], help="passed through (repeatable)")
+    parser.add_argument("--python", default=sys.executable, help="interpreter of the target environment")
+    parser.add_argument("--installer", choices=["pip", "uv"], default="pip")
+    parser.add_argument("--torch", type=Version, help="plan for this torch version instead of the installed one")
+    parser.add_argument("--run", action="store_true", help="run the command, then check torch is unchanged")
+    parser.add_argument("--json", action="store_true", help="print a JSON plan instead of a shell command")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = make_console()
+    try:
+        target = Environment.probe(args.python)
+        if args.torch is not None:
+            target = Environment(target.python, target.python_version, args.torch, target.tags, target.cuda)
+        if target.torch is None:
+            raise TorchNotInstalled(
+                f"{args.python} has no torch installed, so no build can be matched to it; install torch first "
+                "(e.g. pip install torch==2.14.1) or pass --torch X.Y.Z"
+            )
+        print_step(console, f"* {target.describe()} ({args.python})")
+        plan = plan_install(
+            args.index_url, args.project, target, installer=args.installer, extra_index_urls=args.extra_index_url
+        )
+    except ToolError as exc:
+        print_error(console, exc)
+        return 1
+    for item in plan.rejected:
+        print_step(console, f"  skipped {item.candidate.filename}: {item.reason}")
+    print_step(console, f"* {plan.project}: {plan.wheel.filename} from {redact(plan.index_url)}")
+    print_step(console, f"  why: {plan.reason}")
+    if args.json:
+        print(json.dumps({"version": 1, "wheel": plan.wheel.filename, "index_url": plan.index_url,
+                          "torch_pin": plan.torch_pin, "argv": plan.argv}, indent=2))
+    else:
+        print(shlex.join(plan.argv))
+    if not args.run:
+        return 0
+    command = list(plan.argv)
+    if command[0] == "uv":
+        command[0] = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+    returncode = subprocess.run(command).returncode
+    after = Environment.probe(args.python).torch
+    if after != target.torch:
+        print_error(console, f"torch changed from {target.torch} to {after}; this is a bug in the pin")
+        return 1
+    return returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,216 @@
+"""One kernel ``build/`` tree → wheels: each selected variant checked on its own and written as one wheel.
+
+A bad variant is reported with its reason and never stops the others:
+
+* the name parses (``variants``) and is something this run produces wheels for (``selection``);
+* every path is relative and inside the variant, symlinks stay inside it or point at the Hub cache's blobs
+  (``layout``);
+* ``metadata.json``'s per-file digests (``digests``) and the ``kernels.lock`` hash (``lockfile``) match, when present;
+* every ``.so`` is ELF for the variant's CPU; tags come from those files (``elf``);
+* there is a Python package: ``build/<v>/__init__.py`` (flat layout) or ``build/<v>/<pkg>/__init__.py`` (nested).
+
+Names, versions and requirements come from ``naming``; the archive from ``wheelfile`` (reproducible, atomic).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+from rich.console import Console
+from rich.markup import escape
+
+from tools.kernelwheel import elf, lockfile
+from tools.kernelwheel.console import progress_bar
+from tools.kernelwheel.digests import verify_digest
+from tools.kernelwheel.errors import InvalidVariant, ToolError
+from tools.kernelwheel.layout import collect_files, find_package, read_metadata
+from tools.kernelwheel.naming import WheelName, framework_requirement_for, wheel_name_for
+from tools.kernelwheel.python_depends import depends_requirements, read_depends
+from tools.kernelwheel.selection import VariantFilter, select_variants
+from tools.kernelwheel.variants import Variant
+from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel
+
+
+@dataclass(frozen=True)
+class Source:
+    """A ``build/`` tree to convert and what is known about where it came from."""
+
+    build_dir: Path
+    label: str  # "org/name@<commit>" or a path, for messages and the wheel summary
+    kernel_name: str  # default distribution base name (repo basename / directory name)
+    version: Version | None = None  # from the resolved ref (tag v1.2.3, branch v1), if any
+    trusted_roots: tuple[Path, ...] = ()  # where symlinks may point besides the variant (the cache's blobs/)
+    locks: Mapping[str, lockfile.VariantLock] | None = None
+
+
+@dataclass(frozen=True)
+class Options:
+    out_dir: Path = Path("wheelhouse")
+    dist_name: str | None = None
+    kernel_version: Version | None = None
+    variants: VariantFilter = field(default_factory=VariantFilter)
+    allow_unknown_deps: bool = False  # pass python-depends kernels does not know through as pip requirements
+
+
+@dataclass
+class Report:
+    converted: list[tuple[str, Path]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _requirements(variant: Variant, metadata: Mapping[str, Any], where: str, options: Options) -> list[Requirement]:
+    """The framework (torch / tvm-ffi) first, then ``python-depends`` mapped for the variant's backend."""
+    names = read_depends(metadata.get("python-depends"), where)
+    return [framework_requirement_for(variant),
+            *depends_requirements(names, variant.depends_backend, where, allow_unknown=options.allow_unknown_deps)]
+
+
+def _base_version(source: Source, options: Options, metadata: Mapping[str, Any], where: str) -> Version:
+    if options.kernel_version is not None:
+        return options.kernel_version
+    if source.version is not None:
+        return source.version
+    value = metadata.get("version")
+    if value is not None:
+        try:
+            return Version(str(value))
+        except InvalidVersion:
+            raise InvalidVariant(f"{where}/metadata.json: version {value!r} is not a PEP 440 version") from None
+    raise InvalidVariant(
+        f"{where}: no kernel version (no metadata.json 'version', no version tag/branch); pass --kernel-version"
+    )
+
+
+def _build_facts(metadata: Mapping[str, Any]) -> list[str]:
+    """What kernels reads from metadata.json beyond the files, as Markdown list items for the wheel's description:
+    the GPU architectures the binaries hold, the oldest kernels that loads them, where they were built from."""
+    facts: list[str] = []
+    backend = metadata.get("backend")
+    if isinstance(backend, dict):
+        archs = backend.get("archs")
+        if isinstance(archs, list) and archs:
+            listed = ", ".join(str(a) for a in archs)
+            facts.append(f"- Backend `{backend.get('type', '?')}`, compiled for architectures {listed}: on a GPU "
+                         "outside this list the op fails with a \"no kernel image\" error at its first call.")
+    minver = metadata.get("kernels-minver")
+    if isinstance(minver, str):
+        facts.append(f"- Loading it through `kernels` needs kernels >= {minver}.")
+    for key in ("upstream", "source"):
+        if isinstance(metadata.get(key), str):
+            facts.append(f"- {key.capitalize()}: {metadata[key]}")
+    provenance = metadata.get("provenance")
+    if isinstance(provenance, dict):
+        builder = provenance.get("kernel-builder")
+        kernel = provenance.get("kernel")
+        if isinstance(builder, dict):
+            facts.append(f"- Built by kernel-builder {builder.get('version', '?')}.")
+        if isinstance(kernel, dict) and kernel.get("commit"):
+            dirty = " with uncommitted changes (a dirty build)" if kernel.get("dirty") else ""
+            facts.append(f"- Kernel source: commit {kernel['commit']}{dirty}.")
+    return facts
+
+
+def _description(kernel: str, package: str, variant: Variant, source: Source, name: WheelName,
+                 metadata: Mapping[str, Any]) -> str:
+    facts = _build_facts(metadata)
+    build = ("\n## Build\n\n" + "\n".join(facts) + "\n") if facts else ""
+    return (
+        f"# {name.distribution} {name.version}\n\n"
+        f"The `{kernel}` kernel's build variant `{variant}`, repackaged as a wheel by `tools.hub2wheel` from "
+        f"{source.label}. Import it as `import {package}`; its files are the variant's, unchanged.\n{build}"
+    )
+
+
+def build_variant(variant: Variant, variant_dir: Path, source: Source, options: Options) -> WheelContents:
+    """Check one variant directory and return the wheel it becomes (nothing is written)."""
+    where = f"build/{variant}"
+    files = collect_files(variant_dir, where, source.trusted_roots)
+    if source.locks is not None:
+        lock = source.locks.get(str(variant))
+        if lock is None:
+            raise InvalidVariant(f"{where}: not in kernels.lock for {source.label}")
+        lockfile.verify_variant(variant_dir, lock, label=f"{source.label} {where}")
+    metadata = read_metadata(files, where)
+    verify_digest(files, metadata, where)
+    kernel = options.dist_name or str(metadata.get("name") or source.kernel_name)
+    package, prefix = find_package(files, metadata, kernel, where)
+    if prefix and not options.dist_name and "name" not in metadata:
+        kernel = package.replace("_", "-")  # nested layout: the package is named after the kernel
+
+    payload = {f"{package}/{rel[len(prefix):]}": p for rel, p in files.items() if rel.startswith(prefix)}
+    elfs = []
+    for arcname, path in sorted(payload.items()):
+        if arcname.endswith(".so") or ".so." in arcname:
+            elfs.append(elf.read_elf(Path(os.path.realpath(path)), display=f"{where}/{arcname[len(package)+1:]}"))
+    if elfs and variant.arch is None:
+        raise InvalidVariant(f"{where}: a noarch variant must not contain compiled files ({elfs[0].path})")
+    if variant.arch is not None:
+        wrong = [e for e in elfs if e.cpu != variant.arch.cpu]
+        if wrong:
+            raise InvalidVariant(f"{where}: {wrong[0].path} is built for {wrong[0].cpu}, not {variant.arch.cpu}")
+
+    tags = elf.python_tags(elfs)
+    platform = elf.platform_tag(elfs, variant.arch.cpu) if elfs and variant.arch else "any"
+    name = wheel_name_for(
+        variant,
+        kernel,
+        _base_version(source, options, metadata, where),
+        python_tag=tags.python_tag,
+        abi_tag=tags.abi_tag,
+        platform_tag=platform,
+    )
+    raw = build_metadata(
+        name,
+        requires_dist=_requirements(variant, metadata, where, options),
+        requires_python=SpecifierSet(tags.requires_python) if tags.requires_python else None,
+        summary=f"{kernel} kernel, build variant {variant}, repackaged from {source.label}",
+        description=_description(kernel, package, variant, source, name, metadata),
+    )
+    if isinstance(metadata.get("license"), str):
+        raw["license"] = metadata["license"]
+    contents = {arc: p.read_bytes() for arc, p in payload.items()}
+    return WheelContents(name=name, metadata=raw, files=contents, root_is_purelib=not elfs)
+
+
+def convert(source: Source, options: Options, console: Console | None = None) -> Report:
+    """Convert every selected variant of ``source.build_dir``; one failure never stops the others."""
+    console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+    report = Report()
+    if not source.build_dir.is_dir():
+        report.skipped.append(("build/", f"{source.label} has no build/ directory"))
+        return report
+    names = [p.name for p in source.build_dir.iterdir() if p.is_dir() or p.is_symlink()]
+    if source.locks is not None:
+        for missing in sorted(set(source.locks) - set(names)):
+            report.skipped.append((missing, f"locked in kernels.lock but absent from {source.label}"))
+        names = [n for n in names if n in source.locks]
+    selection = select_variants(names, options.variants)
+    report.skipped.extend((r.name, r.reason) for r in selection.rejected)
+    written: dict[str, str] = {}
+    with progress_bar(console, "writing") as progress:
+        task = progress.add_task("", total=len(selection.accepted))
+        for variant in selection.accepted:
+            progress.update(task, description=str(variant))
+            try:
+                variant_dir = source.build_dir / str(variant)
+                if variant_dir.is_symlink():
+                    raise InvalidVariant(f"build/{variant}: the variant directory itself is a symlink")
+                contents = build_variant(variant, variant_dir, source, options)
+                filename = contents.name.filename
+                if filename in written:
+                    raise InvalidVariant(f"build/{variant}: gives the same wheel as {written[filename]} ({filename})")
+                path = write_wheel(contents, options.out_dir)
+                written[filename] = str(variant)
+                report.converted.append((str(variant), path))
+                console.print(f"[green]✓[/] {escape(str(variant))} → {escape(path.name)}")
+            except ToolError as exc:
+                report.skipped.append((str(variant), str(exc)))
+            progress.advance(task)
+    return report

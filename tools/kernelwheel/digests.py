@@ -1,0 +1,77 @@
+"""``metadata.json``'s per-file ``digest``: writing it (kernel-builder's ``hash`` step) and verifying it."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
+from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
+
+_DIGEST_EXCLUDED = {"metadata.json", SIGSTORE_BUNDLE}
+
+
+def _b64(value: str) -> bytes:
+    text = value.strip()
+    text += "=" * (-len(text) % 4)
+    altchars = b"-_" if ("-" in text or "_" in text) else None
+    return base64.b64decode(text, altchars=altchars, validate=True)
+
+
+def digested_files(files: Mapping[str, Path]) -> list[str]:
+    """The files a ``metadata.json`` digest covers: all of ``collect_files`` but metadata.json and its signature."""
+    return sorted(rel for rel in files if rel not in _DIGEST_EXCLUDED)
+
+
+def _file_digest(path: Path, algorithm: str) -> bytes:
+    return hashlib.new(algorithm, path.read_bytes()).digest()
+
+
+def make_digest(files: Mapping[str, Path], algorithm: str = "sha256") -> dict[str, Any]:
+    """``metadata.json``'s ``digest`` for ``files`` (``collect_files`` output): what ``verify_digest`` checks."""
+    return {"algorithm": algorithm,
+            "files": {rel: base64.b64encode(_file_digest(files[rel], algorithm)).decode()
+                      for rel in digested_files(files)}}
+
+
+def digest_violations(files: Mapping[str, Path], metadata: Mapping[str, Any], where: str) -> list[str] | None:
+    """Every way the variant's files deviate from ``metadata.json``'s ``digest`` (empty: they match), in the order
+    kernels' ``Digest.validate`` reports them (missing, unknown, mismatched files); None when there is no digest."""
+    digest = metadata.get("digest")
+    if digest is None:
+        return None
+    if not isinstance(digest, dict) or not isinstance(digest.get("files"), dict):
+        raise InvalidVariant(f"{where}/metadata.json: 'digest' must be {{algorithm, files: {{path: base64}}}}")
+    algorithm = digest.get("algorithm", "sha256")
+    if algorithm not in ("sha256", "sha512"):  # kernels accepts these two, lower case only
+        raise InvalidVariant(f"{where}/metadata.json: digest algorithm {algorithm!r} is not 'sha256' or 'sha512'")
+    listed: dict[str, object] = digest["files"]
+    for rel, value in listed.items():
+        check_relpath(rel, f"{where}/metadata.json digest")
+        if not isinstance(value, str):
+            raise InvalidVariant(f"{where}/metadata.json: digest of {rel} must be a base64 string, got {value!r:.40}")
+    present = set(digested_files(files))
+    violations = [f"{rel} is listed in metadata.json's digest but missing" for rel in sorted(set(listed) - present)]
+    violations += [f"{rel} is not covered by metadata.json's digest" for rel in sorted(present - set(listed))]
+    for rel in sorted(set(listed) & present):
+        try:
+            expected = _b64(str(listed[rel]))
+        except (binascii.Error, ValueError):
+            raise InvalidVariant(f"{where}/metadata.json: digest of {rel} is not base64") from None
+        if _file_digest(files[rel], algorithm) != expected:
+            violations.append(f"{rel} does not match its {algorithm} digest in metadata.json")
+    return violations
+
+
+def verify_digest(files: Mapping[str, Path], metadata: Mapping[str, Any], where: str) -> bool:
+    """Check ``metadata.json``'s ``digest``, reporting every violation at once; returns False when there is none."""
+    violations = digest_violations(files, metadata, where)
+    if violations is None:
+        return False
+    if violations:
+        raise DigestMismatch(f"{where}: {'; '.join(violations)}")
+    return True

@@ -1,0 +1,93 @@
+"""The exceptions the tools raise for problems a user can act on.
+
+A command-line entry point prints a ``ToolError`` as one ``error: ...`` line and exits non-zero; anything
+else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class ToolError(Exception):
+    """Base class of every error caused by the user's input or environment."""
+
+
+class InvalidWheelName(ToolError, ValueError):
+    """A distribution name, version or tag that cannot go into a wheel."""
+
+
+class InvalidVariantName(ToolError, ValueError):
+    """A build-variant directory name that does not follow the kernel-builder grammar."""
+
+
+class InvalidManifest(ToolError, ValueError):
+    """``build.toml`` is missing a field or has one of the wrong type."""
+
+
+class InvalidWheel(ToolError, ValueError):
+    """A wheel file that is not what this project writes (bad METADATA, missing files)."""
+
+
+class InvalidVariant(ToolError, ValueError):
+    """A build variant whose files cannot go into a wheel or onto the Hub (unsafe path, non-ELF ``.so``, no Python
+    package, no ``metadata.json`` digest)."""
+
+
+class DigestMismatch(ToolError, ValueError):
+    """A file whose content does not match the digest that ``metadata.json`` or ``kernels.lock`` records."""
+
+
+class InvalidLockfile(ToolError, ValueError):
+    """A ``kernels.lock`` that is not a JSON list of ``{repo_id, sha, variants}`` entries."""
+
+
+class HubError(ToolError):
+    """A Hub repository, revision or version that cannot be found or fetched."""
+
+
+class RepositoryNotFound(HubError):
+    """The repository does not exist on the endpoint (or the token cannot see it)."""
+
+
+class RevisionNotFound(HubError):
+    """The repository exists but has no such branch, tag, commit or matching version."""
+
+
+class OfflineCacheMiss(HubError):
+    """``HF_HUB_OFFLINE`` is set and the local cache does not hold what was asked for."""
+
+
+class IndexUnreachable(ToolError):
+    """A package index page that could not be fetched (server down, wrong URL, refused credentials)."""
+
+
+class TorchNotInstalled(ToolError):
+    """The target environment has no torch, so there is no torch version to match a wheel to."""
+
+
+class NoCompatibleWheel(ToolError):
+    """The index has the project, but no wheel of it fits the target's torch, Python and platform."""
+
+    def __init__(self, project: str, index_url: str, target: str, reasons: list[str], hint: str) -> None:
+        self.project, self.index_url, self.target, self.reasons, self.hint = project, index_url, target, reasons, hint
+        listed = "".join(f"\n  {reason}" for reason in reasons)
+        super().__init__(f"{project} has no wheel for {target} on {index_url}{listed}\nhint: {hint}")
+
+
+class InvalidBuildDir(ToolError, ValueError):
+    """A build folder that cannot be published: missing, without variants, or holding entries that are not variants."""
+
+
+class InvalidReleaseVersion(ToolError, ValueError):
+    """A ``--version`` that is not a final PEP 440 release (``1.2.3``), so it cannot name a ``v<version>`` tag."""
+
+
+class VersionExists(HubError):
+    """The ``v<version>`` tag is already on the remote: a published version is never moved or overwritten."""
+
+
+class PublishFailed(HubError):
+    """The remote refused or failed a write (clone, commit, push, upload, branch or tag creation)."""
+
+
+class BuildFailed(ToolError):
+    """A compile, ``pip wheel`` or ``auditwheel repair`` step of a build failed (the message names command and exit)."""

@@ -1,0 +1,1 @@
+"""A static PEP 503/658 index: wheels (what is indexed), pages (HTML), state (incremental runs), writer, client."""

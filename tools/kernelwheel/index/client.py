@@ -1,0 +1,320 @@
+"""Reading a package index: a project's wheel links (PEP 503 HTML, PEP 658/714 metadata) over http(s) or file://.
+
+Pages are parsed, and over http(s) also fetched, by pypi-simple (``PyPISimple``, ``ProjectPage``); every PEP 658
+``.metadata`` file, and a wheel downloaded in its place, is checked against the hash the page gives for it
+(``data-core-metadata``, the ``#sha256=`` fragment) before it is believed: a mismatch is ``DigestMismatch``.
+
+``user:password@`` in an index URL becomes a Basic ``Authorization`` header for that index's own URLs (links to
+another host do not inherit it) and is redacted from every message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.request import url2pathname
+
+import requests
+from packaging.metadata import parse_email
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from pypi_simple import (
+    DigestMismatchError,
+    DistributionPackage,
+    NoDigestsError,
+    NoMetadataError,
+    NoSuchProjectError,
+    ProjectPage,
+    PyPISimple,
+    UnsupportedContentTypeError,
+    UnsupportedRepoVersionError,
+)
+
+from tools.kernelwheel.errors import DigestMismatch, IndexUnreachable, InvalidWheel, InvalidWheelName, ToolError
+from tools.kernelwheel.index.wheels import torch_requirement_from
+from tools.kernelwheel.naming import WheelName, labelled_torch
+
+# Seconds, for every request: to connect, and between two reads of the answer (requests' timeout).
+_TIMEOUT_S = 30
+_HTTP = ("http", "https")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One wheel link of a project page."""
+
+    filename: str
+    url: str  # without the #hash fragment; carries the index's user:password@ when on the index's own host
+    metadata_url: str | None  # PEP 658 / 714: ``url + ".metadata"``, when the page says the file exists
+    digests: Mapping[str, str] = field(default_factory=dict, hash=False)  # of the wheel: {"sha256": hex}
+    metadata_digests: Mapping[str, str] = field(default_factory=dict, hash=False)  # of the .metadata file
+
+    @property
+    def name(self) -> WheelName:
+        return WheelName.parse(self.filename)
+
+
+def redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{parts.netloc.rsplit('@', 1)[1]}"))
+
+
+def project_url(index_url: str, project: str) -> str:
+    return index_url.rstrip("/") + f"/{canonicalize_name(project)}/"
+
+
+# ---------------------------------------------------------------------------------------------------- transport
+
+
+def _client(url: str) -> PyPISimple:
+    """A pypi-simple client for ``url`` (an index root, or a file of it), with the Basic auth its URL carries.
+
+    Auth is passed explicitly, so that a ``~/.netrc`` entry does not silently replace it; the session is used
+    for this one URL's requests only, so the credentials go nowhere else (requests drops them on a redirect
+    to another host).
+    """
+    parts = urlsplit(url)
+    auth = (unquote(parts.username), unquote(parts.password or "")) if parts.username is not None else None
+    return PyPISimple(endpoint=url, auth=auth)
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause of a requests error (``[Errno 111] Connection refused``), free of credentials."""
+    if isinstance(exc, requests.Timeout):
+        return f"no answer within {_TIMEOUT_S} s"
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        return f"HTTP {exc.response.status_code} {exc.response.reason}"
+    inner: BaseException = exc
+    for _ in range(10):
+        reason = getattr(inner, "reason", None)
+        cause = reason if isinstance(reason, BaseException) else inner.__cause__
+        if cause is None and inner.args and isinstance(inner.args[0], BaseException):
+            cause = inner.args[0]
+        if cause is None:
+            break
+        inner = cause
+    return str(inner) or type(inner).__name__
+
+
+def _unreachable(url: str, exc: BaseException) -> IndexUnreachable:
+    reason = _reason(exc)
+    password = urlsplit(url).password
+    if password:  # belt and braces: requests' own messages quote the URL they were given
+        reason = reason.replace(password, "***").replace(unquote(password), "***")
+    if isinstance(exc, requests.HTTPError):
+        return IndexUnreachable(f"{redact(url)}: {reason}")
+    return IndexUnreachable(f"{redact(url)}: {reason}; is the index URL right and the server running?")
+
+
+def _read_file(url: str) -> bytes | None:
+    """The bytes of a file:// URL (a folder URL reads its ``index.html``); None when there is no such file.
+
+    pypi-simple's client is requests-based and requests does not read file://, so a static index tree is read
+    from disk here; its pages are still parsed by pypi-simple (``ProjectPage.from_html``).
+    """
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "localhost"):
+        raise IndexUnreachable(f"{redact(url)}: a file:// URL must name a local path (file:///...)")
+    path = Path(url2pathname(unquote(parts.path)))
+    if parts.path.endswith("/"):
+        path /= "index.html"
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as exc:
+        raise IndexUnreachable(f"{redact(url)}: {exc.strerror or exc}") from None
+
+
+def _check_scheme(url: str) -> str:
+    scheme = urlsplit(url).scheme
+    if scheme not in (*_HTTP, "file"):
+        raise IndexUnreachable(f"{redact(url)}: only http://, https:// and file:// indexes can be read")
+    return scheme
+
+
+def _mismatch(what: str, url: str, algorithm: str, expected: str, actual: str) -> DigestMismatch:
+    return DigestMismatch(
+        f"{redact(url)}: the {what} does not match the index's hash ({algorithm} {actual}, the page says "
+        f"{expected}); the index is stale or was tampered with: rebuild it (python -m tools.cli.index) or ask "
+        "its owner"
+    )
+
+
+def _check_local(data: bytes, digests: Mapping[str, str], url: str, what: str) -> None:
+    """pypi-simple's digest check (``verify=True``) for a file read from a file:// tree."""
+    known = {alg: value for alg, value in digests.items() if alg in hashlib.algorithms_available}
+    if digests and not known:
+        raise DigestMismatch(f"{redact(url)}: the {what} has no hash this tool can check ({', '.join(digests)})")
+    for algorithm, expected in known.items():
+        actual = hashlib.new(algorithm, data).hexdigest()
+        if actual != expected.lower():
+            raise _mismatch(what, url, algorithm, expected, actual)
+
+
+def _package(candidate: Candidate) -> DistributionPackage:
+    """The candidate as pypi-simple's ``DistributionPackage`` (whose ``metadata_url`` is ``url + ".metadata"``)."""
+    return DistributionPackage(
+        filename=candidate.filename,
+        url=candidate.url,
+        project=None,
+        version=None,
+        package_type="wheel",
+        digests=dict(candidate.digests),
+        requires_python=None,
+        has_sig=None,
+        has_metadata=candidate.metadata_url is not None,
+        metadata_digests=dict(candidate.metadata_digests),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- pages
+
+
+def _project_page(index_url: str, project: str) -> ProjectPage | None:
+    page_url = project_url(index_url, project)
+    if _check_scheme(index_url) == "file":
+        body = _read_file(page_url)
+        return None if body is None else ProjectPage.from_html(project, body, base_url=page_url)
+    try:
+        with _client(index_url) as client:
+            return client.get_project_page(project, timeout=_TIMEOUT_S)
+    except NoSuchProjectError:
+        return None  # 404: no such project (or no such per-torch sub-index)
+    except requests.RequestException as exc:
+        raise _unreachable(page_url, exc) from None
+    except UnsupportedContentTypeError as exc:
+        raise IndexUnreachable(
+            f"{redact(page_url)}: not an index page (Content-Type {exc.content_type}); does the URL end in /simple/?"
+        ) from None
+    except UnsupportedRepoVersionError as exc:
+        raise IndexUnreachable(f"{redact(page_url)}: {exc}") from None
+
+
+def list_candidates(index_url: str, project: str) -> list[Candidate] | None:
+    """Every wheel on the project's page; None when the index has no page for the project.
+
+    A page read over http(s) that links to a ``file:`` URL is refused: a remote index must not make this tool
+    (or the installer after it) read files from the local disk.
+    """
+    page = _project_page(index_url, project)
+    if page is None:
+        return None
+    remote = urlsplit(index_url).scheme in _HTTP
+    candidates = []
+    for package in page.packages:
+        parts = urlsplit(package.url)
+        if remote and parts.scheme == "file":
+            raise ToolError(
+                f"{redact(project_url(index_url, project))} links {package.filename or parts.path} to "
+                f"{redact(package.url)}: a remote index may not point at local files, refusing it"
+            )
+        filename = unquote(parts.path.rsplit("/", 1)[-1])  # what the installer will take it for, not the link text
+        if not filename.endswith(".whl"):
+            continue
+        try:
+            WheelName.parse(filename)
+        except InvalidWheelName:
+            continue  # not a wheel this tool can reason about; the installer will ignore it too
+        metadata_url = package.metadata_url if package.has_metadata else None
+        candidates.append(
+            Candidate(filename, package.url, metadata_url, dict(package.digests), dict(package.metadata_digests or {}))
+        )
+    return candidates
+
+
+# ---------------------------------------------------------------------------------------------------- files
+
+
+def _metadata(candidate: Candidate) -> bytes | None:
+    """The candidate's verified PEP 658 ``.metadata``; None when the index has none after all (404)."""
+    assert candidate.metadata_url is not None
+    url = candidate.metadata_url
+    what = f".metadata of {candidate.filename}"
+    if _check_scheme(url) == "file":
+        data = _read_file(url)
+        if data is not None:
+            _check_local(data, candidate.metadata_digests, url, what)
+        return data
+    try:
+        with _client(url) as client:
+            return client.get_package_metadata_bytes(
+                _package(candidate), verify=bool(candidate.metadata_digests), timeout=_TIMEOUT_S
+            )
+    except NoMetadataError:
+        return None
+    except DigestMismatchError as exc:
+        raise _mismatch(what, url, exc.algorithm, exc.expected_digest, exc.actual_digest) from None
+    except NoDigestsError:
+        raise DigestMismatch(
+            f"{redact(url)}: the {what} has no hash this tool can check ({', '.join(candidate.metadata_digests)})"
+        ) from None
+    except requests.RequestException as exc:
+        raise _unreachable(url, exc) from None
+
+
+def _wheel(candidate: Candidate) -> bytes:
+    """The candidate's wheel, checked against the page's ``#sha256=`` when it gives one."""
+    url = candidate.url
+    what = f"wheel {candidate.filename}"
+    missing = IndexUnreachable(f"{redact(url)}: listed on the index but not downloadable (404)")
+    if _check_scheme(url) == "file":
+        data = _read_file(url)
+        if data is None:
+            raise missing
+        _check_local(data, candidate.digests, url, what)
+        return data
+    try:
+        with _client(url) as client, tempfile.TemporaryDirectory() as folder:
+            path = Path(folder, "wheel.whl")
+            client.download_package(_package(candidate), path, verify=bool(candidate.digests), timeout=_TIMEOUT_S)
+            return path.read_bytes()
+    except DigestMismatchError as exc:
+        raise _mismatch(what, url, exc.algorithm, exc.expected_digest, exc.actual_digest) from None
+    except NoDigestsError:
+        raise DigestMismatch(f"{redact(url)}: the {what} has no hash this tool can check") from None
+    except requests.HTTPError as exc:
+        if exc.response is not None and exc.response.status_code == 404:
+            raise missing from None
+        raise _unreachable(url, exc) from None
+    except requests.RequestException as exc:
+        raise _unreachable(url, exc) from None
+
+
+def _metadata_of_wheel(data: bytes, candidate: Candidate) -> bytes:
+    where = redact(candidate.url)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            if not names:
+                raise InvalidWheel(f"{where}: not a wheel: it has no *.dist-info/METADATA")
+            if len(names) > 1:
+                raise InvalidWheel(f"{where}: not a wheel: it has {len(names)} METADATA files ({', '.join(names)})")
+            return archive.read(names[0])
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise InvalidWheel(f"{where}: not a wheel (not a readable zip archive: {exc})") from None
+
+
+def torch_requirement_of(candidate: Candidate) -> SpecifierSet | None:
+    """The wheel's ``Requires-Dist: torch`` specifier: from PEP 658 metadata, else the label, else the wheel.
+
+    Raises ``DigestMismatch`` when the ``.metadata`` (or wheel) fetched is not the file the page's hash names,
+    ``InvalidWheel`` when the wheel downloaded as fallback is not a zip with one ``.dist-info/METADATA``.
+    """
+    metadata = _metadata(candidate) if candidate.metadata_url is not None else None
+    if metadata is None:
+        label = labelled_torch(candidate.name.version)
+        if label is not None:
+            return SpecifierSet(f"=={label}.*")
+        metadata = _metadata_of_wheel(_wheel(candidate), candidate)
+    raw, _ = parse_email(metadata)
+    return torch_requirement_from(raw.get("requires_dist", []), candidate.filename)

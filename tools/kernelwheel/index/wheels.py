@@ -1,0 +1,138 @@
+"""What the index needs to know about one wheel, read and validated once: hashes, METADATA, torch requirement."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.metadata import parse_email
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from tools.kernelwheel.errors import InvalidWheel
+from tools.kernelwheel.naming import WheelName, labelled_torch, torch_minor
+from tools.kernelwheel.wheelfile import read_wheel
+
+# Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
+_MAX_PATCH = 99
+
+
+def admits_torch_minor(specifier: SpecifierSet | None, minor: Version) -> bool:
+    """Whether a wheel requiring ``torch<specifier>`` can be installed next to some torch ``X.Y.*`` release."""
+    if specifier is None:
+        return True
+    return any(
+        specifier.contains(Version(f"{minor.major}.{minor.minor}.{patch}"), prereleases=True)
+        for patch in range(_MAX_PATCH + 1)
+    )
+
+
+@dataclass(frozen=True)
+class IndexedWheel:
+    """What the index knows about one wheel; kept in the state file so unchanged wheels are not re-read."""
+
+    filename: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    metadata_sha256: str
+    requires_python: str | None
+    torch: str | None  # the specifier of ``Requires-Dist: torch`` ("==2.14.*", ">=2.10"), None without one
+
+    @property
+    def name(self) -> WheelName:
+        return WheelName.parse(self.filename)
+
+    @property
+    def project(self) -> str:
+        return canonicalize_name(self.name.distribution)
+
+    @property
+    def torch_specifier(self) -> SpecifierSet | None:
+        return None if self.torch is None else SpecifierSet(self.torch)
+
+    def torch_minors(self) -> set[Version]:
+        """The torch minors this wheel names: its ``+torchX.Y`` label and every version in its torch specifier."""
+        minors = {label} if (label := labelled_torch(self.name.version)) else set()
+        for spec in self.torch_specifier or ():
+            try:
+                version = Version(spec.version.removesuffix(".*"))
+            except InvalidVersion:
+                continue
+            minors.add(torch_minor(version))
+        return minors
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _metadata_bytes(path: Path) -> bytes:
+    """The wheel's ``METADATA`` exactly as stored (PEP 658 serves it byte for byte)."""
+    with zipfile.ZipFile(path) as archive:
+        candidates = [
+            n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+        ]
+        if len(candidates) != 1:
+            raise InvalidWheel(f"{path.name}: expected one top-level .dist-info/METADATA, found {candidates}")
+        return archive.read(candidates[0])
+
+
+def torch_requirement_from(requires_dist: Iterable[str], filename: str) -> SpecifierSet | None:
+    """The specifier of the one unconditional ``Requires-Dist: torch`` line; None without one."""
+    found: list[SpecifierSet] = []
+    for line in requires_dist:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as exc:
+            raise InvalidWheel(f"{filename}: Requires-Dist {line!r} is invalid: {exc}") from None
+        if canonicalize_name(requirement.name) == "torch" and requirement.marker is None:
+            found.append(requirement.specifier)
+    if len(found) > 1:
+        raise InvalidWheel(f"{filename}: Requires-Dist names torch {len(found)} times; expected at most once")
+    return found[0] if found else None
+
+
+def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
+    """Validate a wheel (RECORD hashes, METADATA name/version = filename, torch label = torch requirement)."""
+    try:
+        contents = read_wheel(path)  # raises InvalidWheel on a bad RECORD or METADATA
+    except zipfile.BadZipFile as exc:  # read_wheel lets this one through
+        raise InvalidWheel(f"{path.name}: not a zip file ({exc})") from None
+    name = contents.name
+    metadata = _metadata_bytes(path)
+    raw, _ = parse_email(metadata)
+    meta_name, meta_version = raw.get("name", ""), raw.get("version", "")
+    if canonicalize_name(meta_name) != canonicalize_name(name.distribution) or meta_version != str(name.version):
+        # pip discards such a wheel as "inconsistent"; refuse to publish it instead.
+        raise InvalidWheel(
+            f"{path.name}: METADATA says {meta_name} {meta_version}, the filename says "
+            f"{name.distribution} {name.version}; rebuild the wheel so that both agree"
+        )
+    torch = torch_requirement_from(raw.get("requires_dist", []), path.name)
+    label = labelled_torch(name.version)
+    if label is not None and not admits_torch_minor(torch, label):
+        raise InvalidWheel(
+            f"{path.name}: its version is labelled for torch {label} but it requires "
+            f"torch{torch if torch is not None else ' (nothing)'}; expected Requires-Dist: torch=={label}.*"
+        )
+    stat = path.stat()
+    wheel = IndexedWheel(
+        filename=path.name,
+        size=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        sha256=_sha256_file(path),
+        metadata_sha256=hashlib.sha256(metadata).hexdigest(),
+        requires_python=raw.get("requires_python"),
+        torch=None if torch is None else str(torch),
+    )
+    return wheel, metadata

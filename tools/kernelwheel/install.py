@@ -1,0 +1,253 @@
+"""The install command that cannot change torch: pick the wheel for the installed torch, or say why none fits.
+
+Several torch builds of one distribution (``img2gray-cu130 0.1.0+torch2.13``, ``0.1.0+torch2.14``, …)
+share a project page. Asked for ``img2gray-cu130`` alone, pip and uv take the highest version and then
+install whatever torch it requires, from PyPI if that is an extra index: a newer ``0.2.0+torch2.13``
+downgrades a working torch 2.14. This module:
+
+1. probes the target interpreter for its installed torch (``importlib.metadata``, torch is not imported)
+   and the wheel tags it accepts;
+2. reads the project page of the index with pypi-simple (``tools.kernelwheel.index.client``; PEP 503 HTML, or
+   PEP 691 JSON over http); the torch requirement of each wheel comes from its PEP 658 ``.metadata``, checked
+   against the page's ``data-core-metadata`` hash, else its ``+torchX.Y`` label, else the wheel's own METADATA;
+3. keeps the wheels that fit, with a reason for every one it rejects, and raises ``NoCompatibleWheel``
+   when none is left, before any installer runs;
+4. prints ``pip install --index-url <index>/torchX.Y/ img2gray-cu130 torch==<installed>`` (or the ``uv pip``
+   form): the per-torch sub-index when the index has one (``tools.cli.index`` writes them), and always the
+   installed torch pinned exactly, so that the resolver can only keep torch or fail.
+
+``python -m tools.cli.install_command --index-url http://127.0.0.1:8080/simple/ img2gray-cu130 [--run]``
+"""
+
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import packaging
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from tools.kernelwheel.errors import InvalidVariantName, NoCompatibleWheel, ToolError
+from tools.kernelwheel.index.client import Candidate, list_candidates, redact, torch_requirement_of
+from tools.kernelwheel.naming import torch_label, torch_minor
+from tools.kernelwheel.variants import Backend
+
+Installer = Literal["pip", "uv"]
+
+
+# Runs inside the target interpreter. torch's version and CUDA come from torch's own version module
+# (``torch/version.py``: ``__version__ = '2.14.1+cu130'``, ``cuda = '13.0'``), read as a file: importing torch would
+# take seconds and fails in an environment whose CUDA libraries are missing. importlib.metadata has no ``+cu130``.
+_PROBE = """
+import importlib.util, json, platform, re, sys
+spec = importlib.util.find_spec("torch")
+torch = cuda = None
+if spec is not None and spec.origin is not None:
+    source = open(spec.origin.rsplit("/", 1)[0] + "/version.py", encoding="utf-8").read()
+    def field(name):
+        match = re.search(name + r"(?:: Optional\\[str\\])? = '([^']*)'", source)
+        return match[1] if match else None
+    torch, cuda = field("__version__"), field("cuda")
+sys.path.append(sys.argv[1])
+from packaging import tags
+print(json.dumps({"torch": torch, "cuda": cuda, "python": platform.python_version(),
+                  "tags": [str(t) for t in tags.sys_tags()]}))
+"""
+
+
+def cuda_compatible(build: Version, runtime: Version) -> bool:
+    """kernels' rule: a torch built for CUDA X.Y runs builds for CUDA X.0 … X.Y (same major, minor ≤ Y)."""
+    return build.major == runtime.major and build.minor <= runtime.minor
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The environment a wheel is for: its interpreter, installed torch and accepted wheel tags."""
+
+    python: str
+    python_version: Version
+    torch: Version | None
+    tags: frozenset[str]
+    cuda: Version | None = None  # torch.version.cuda; None for a CPU-only torch (or no torch)
+
+    def describe(self) -> str:
+        torch = f"torch {self.torch}" if self.torch is not None else "no torch"
+        cuda = f" (CUDA {self.cuda})" if self.cuda is not None else ""
+        return f"{torch}{cuda} on Python {self.python_version}"
+
+    @classmethod
+    def probe(cls, python: str) -> Environment:
+        """Ask ``python`` (a path) for its torch version and tags, without importing torch."""
+        packaging_root = str(Path(packaging.__file__).resolve().parent.parent)
+        try:
+            result = subprocess.run(
+                [python, "-c", _PROBE, packaging_root], capture_output=True, text=True, check=True, timeout=120
+            )
+            facts = json.loads(result.stdout)
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            raise ToolError(f"cannot inspect the Python environment {python!r}: {exc}") from None
+        torch = Version(facts["torch"]) if facts["torch"] else None
+        cuda = Version(facts["cuda"]) if facts["cuda"] else None
+        return cls(python, Version(facts["python"]), torch, frozenset(facts["tags"]), cuda)
+
+
+def _project_backend(project: str) -> tuple[str, Backend] | None:
+    """``img2gray-cu130`` → ``("img2gray", Backend(cuda, 13.0))``; None for a name without a backend suffix."""
+    kernel, _, suffix = canonicalize_name(project).rpartition("-")
+    try:
+        return (kernel, Backend.parse(suffix)) if kernel else None
+    except InvalidVariantName:
+        return None
+
+
+def check_backend(index_url: str, project: str, target: Environment) -> None:
+    """Refuse a CUDA build the target's torch cannot run, naming the project it should install instead (the
+    newest ``<kernel>-cuXY`` on the index that kernels' rule allows, or ``<kernel>-cpu`` for a CPU-only torch)."""
+    parsed = _project_backend(project)
+    if parsed is None or target.torch is None:
+        return
+    kernel, backend = parsed
+    if backend.kind != "cuda" or backend.version is None:
+        return
+    if target.cuda is not None and cuda_compatible(backend.version, target.cuda):
+        return
+    if target.cuda is None:
+        alternatives = [f"{kernel}-cpu"]
+        why = f"{project} is built for CUDA {backend.version}, and this torch has no CUDA"
+    else:
+        alternatives = [f"{kernel}-{Backend('cuda', Version(f'{target.cuda.major}.{minor}')).tag}"
+                        for minor in range(target.cuda.minor, -1, -1)]
+        why = (f"{project} is built for CUDA {backend.version}, which a torch for CUDA {target.cuda} cannot load "
+               f"(it runs CUDA {target.cuda.major}.0 to {target.cuda} builds)")
+    found = next((name for name in alternatives if list_candidates(index_url, name)), None)
+    hint = (f"install {found} instead (same command, that project name)" if found else
+            f"this index has none of {', '.join(alternatives)}; build {kernel} for your torch's CUDA")
+    raise NoCompatibleWheel(canonicalize_name(project), redact(index_url), target.describe(), [why],
+                            hint + ". Nothing was installed and torch was not touched.")
+
+
+@dataclass(frozen=True)
+class WheelRejected:
+    candidate: Candidate
+    reason: str
+
+
+def choose_wheels(
+    candidates: Sequence[Candidate], target: Environment, torch_of: Mapping[str, SpecifierSet | None]
+) -> tuple[list[Candidate], list[WheelRejected]]:
+    """Split ``candidates`` into those that fit ``target`` and those that don't, each with its reason (pure)."""
+    accepted: list[Candidate] = []
+    rejected: list[WheelRejected] = []
+    for candidate in candidates:
+        name = candidate.name
+        torch = torch_of.get(candidate.filename)
+        if not {str(t) for t in name.tags} & target.tags:
+            reason = f"tag {name.tag} is not accepted by Python {target.python_version}"
+            rejected.append(WheelRejected(candidate, reason))
+        elif torch is not None and target.torch is None:
+            rejected.append(WheelRejected(candidate, f"needs torch{torch}, and the target has no torch installed"))
+        elif torch is not None and target.torch is not None and not torch.contains(target.torch, prereleases=True):
+            rejected.append(WheelRejected(candidate, f"needs torch{torch}, not {target.torch}"))
+        else:
+            accepted.append(candidate)
+    accepted.sort(key=lambda c: c.name.version, reverse=True)
+    return accepted, rejected
+
+
+def _available_torch(rejected: Sequence[WheelRejected], torch_of: Mapping[str, SpecifierSet | None]) -> list[str]:
+    minors: set[Version] = set()
+    for item in rejected:
+        spec = torch_of.get(item.candidate.filename)
+        for clause in spec or ():
+            try:
+                minors.add(torch_minor(clause.version.removesuffix(".*")))
+            except ToolError:
+                continue
+    return [str(m) for m in sorted(minors)]
+
+
+@dataclass(frozen=True)
+class InstallPlan:
+    """What will be installed, from where, and the exact argv that does it."""
+
+    project: str
+    wheel: Candidate
+    index_url: str
+    torch_pin: str | None
+    argv: list[str]
+    rejected: list[WheelRejected]
+    reason: str = ""  # why this wheel: the torch it admits, the CUDA rule it passed
+
+
+def plan_install(
+    index_url: str,
+    project: str,
+    target: Environment,
+    *,
+    installer: Installer = "pip",
+    extra_index_urls: Sequence[str] = (),
+) -> InstallPlan:
+    """Choose the wheel for ``target`` and the command that installs it without touching torch.
+
+    Raises ``NoCompatibleWheel`` when nothing fits, ``IndexUnreachable`` when the index cannot be read, and
+    another ``ToolError`` (``DigestMismatch``, ``InvalidWheel``, a refused ``file:`` link) when what it serves
+    cannot be trusted; nothing is installed in any of these cases.
+    """
+    candidates = list_candidates(index_url, project)
+    if candidates is None:
+        raise NoCompatibleWheel(
+            canonicalize_name(project),
+            redact(index_url),
+            target.describe(),
+            [],
+            "the index has no page for this project; check the name (e.g. img2gray-cu130 for CUDA 13.0) "
+            "and that the URL ends in /simple/",
+        )
+    check_backend(index_url, project, target)
+    torch_of = {c.filename: torch_requirement_of(c) for c in candidates}
+    accepted, rejected = choose_wheels(candidates, target, torch_of)
+    if not accepted:
+        available = _available_torch(rejected, torch_of)
+        have = f"builds for torch {', '.join(available)}" if available else "no torch-specific builds"
+        hint = (
+            f"this index has {have}; install one of those torch versions first, or build {project} for "
+            f"{'torch ' + str(torch_minor(target.torch)) if target.torch else 'your torch'} and add it to the index. "
+            "Nothing was installed and torch was not touched."
+        )
+        reasons = [f"{r.candidate.filename}: {r.reason}" for r in rejected] or ["(the project page lists no wheels)"]
+        raise NoCompatibleWheel(canonicalize_name(project), redact(index_url), target.describe(), reasons, hint)
+    best = accepted[0]
+    url = index_url
+    if target.torch is not None:
+        sub = index_url.rstrip("/") + f"/{torch_label(torch_minor(target.torch))}/"
+        sub_candidates = list_candidates(sub, project)
+        if sub_candidates and best.filename in {c.filename for c in sub_candidates}:
+            url = sub
+    # The public version: "==2.14.1" matches the installed 2.14.1+cu130, and an index serving torch (PyPI) has no
+    # "+cu130" build to offer for an exact local pin.
+    pin = f"torch=={target.torch.public}" if target.torch is not None else None
+    requirements = [canonicalize_name(project)] + ([pin] if pin else [])
+    extra = [arg for u in extra_index_urls for arg in ("--extra-index-url", u)]
+    if installer == "pip":
+        argv = [target.python, "-m", "pip", "install", "--index-url", url, *extra, *requirements]
+    else:
+        argv = ["uv", "pip", "install", "--python", target.python, "--index-url", url, *extra, *requirements]
+    return InstallPlan(canonicalize_name(project), best, url, pin, argv, rejected,
+                       _reason(project, best, torch_of.get(best.filename), target))
+
+
+def _reason(project: str, wheel: Candidate, torch: SpecifierSet | None, target: Environment) -> str:
+    parts = [f"the newest of {project}'s wheels that fits Python {target.python_version}"]
+    if torch is not None:
+        parts.append(f"its Requires-Dist torch{torch} admits the installed torch {target.torch}")
+    parsed = _project_backend(project)
+    if parsed is not None and parsed[1].kind == "cuda" and target.cuda is not None:
+        parts.append(f"a CUDA {parsed[1].version} build runs on torch's CUDA {target.cuda} (same major, older minor)")
+    return "; ".join(parts)

@@ -1,0 +1,177 @@
+"""``kernels.lock`` files, in both formats kernels has written, and the per-variant hash of the old one.
+
+* kernels ≥ 0.17 (read with kernels' own ``KernelLocks`` type): a JSON list of
+  ``{"dependency": {"repo-id": ..., "version": 1 | "revision": ...}, "lock": {"commit": <40 hex>}}``. The commit
+  pins every file; there are no per-variant hashes, so every variant of the commit is converted.
+* kernels ≤ 0.16 (kernels 0.17 refuses it, so it is read here): a JSON list of
+  ``{"repo_id": ..., "sha": <40 hex>, "variants": {<variant>: {"hash": "sha256-<hex>", "hash_type": ...}}}``
+  (``hash_type`` ``git_lfs_concat``).
+
+The ``git_lfs_concat`` hash of a variant is SHA-256 over its files sorted by relative path (as UTF-8 bytes); for
+each file the path bytes are followed by the raw bytes of the file's Hub object id: the git blob SHA-1
+(``sha1(b"blob <len>\\0" + data)``) or, for a Git LFS file, the SHA-256 of its content. In the Hugging Face cache the
+blob a snapshot file links to is named by that id (40 hex = git blob, 64 hex = LFS), which is how ``kernels``
+itself tells the two apart; a plain directory is hashed as git blobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from kernels._rust import KernelLocks
+
+from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
+
+HASH_TYPE = "git_lfs_concat"
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_HASH = re.compile(r"^sha256-[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class VariantLock:
+    hash: str
+    hash_type: str = HASH_TYPE
+
+
+@dataclass(frozen=True)
+class KernelLock:
+    """One locked kernel: its repository, the commit, and (old format only) the hash of each locked variant."""
+
+    repo_id: str
+    sha: str
+    variants: Mapping[str, VariantLock] | None  # None: a kernels >= 0.17 lock, every variant of the commit
+
+
+def _parse_current(text: str) -> list[KernelLock] | None:
+    """A kernels >= 0.17 lock through ``kernels.KernelLocks``; None when the text is not in that format."""
+    try:
+        locks = KernelLocks.from_json(text)
+    except ValueError:
+        return None
+    return [KernelLock(dependency.repo_id, lock.commit, None) for dependency, lock in locks.items()]
+
+
+def parse_lockfile(text: str, source: str = "kernels.lock") -> list[KernelLock]:
+    """Parse and validate the JSON of a lock file (either format)."""
+    current = _parse_current(text)
+    if current is not None:
+        return current
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidLockfile(f"{source}: not valid JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise InvalidLockfile(f"{source}: expected a JSON list of kernel locks, got {type(data).__name__}")
+    locks: list[KernelLock] = []
+    for i, entry in enumerate(data):
+        where = f"{source}: entry {i}"
+        if not isinstance(entry, dict):
+            raise InvalidLockfile(f"{where}: expected an object with repo_id, sha and variants")
+        if "dependency" in entry or "lock" in entry:
+            try:
+                KernelLocks.from_json(json.dumps([entry]))
+            except ValueError as exc:  # say why kernels refused the entry, in one line
+                raise InvalidLockfile(f"{where}: not a kernels lock entry: {str(exc).splitlines()[0]}") from None
+        missing = [k for k in ("repo_id", "sha", "variants") if k not in entry]
+        if missing:
+            raise InvalidLockfile(f"{where}: missing {', '.join(missing)}")
+        repo_id, sha, variants = entry["repo_id"], entry["sha"], entry["variants"]
+        if not isinstance(repo_id, str) or repo_id.count("/") != 1:
+            raise InvalidLockfile(f"{where}: repo_id {repo_id!r} is not of the form 'org/name'")
+        if not isinstance(sha, str) or not _SHA.match(sha):
+            raise InvalidLockfile(f"{where} ({repo_id}): sha {sha!r} is not a 40-hex-digit commit")
+        if not isinstance(variants, dict):
+            raise InvalidLockfile(f"{where} ({repo_id}): variants must be an object")
+        parsed: dict[str, VariantLock] = {}
+        for name, lock in variants.items():
+            if not isinstance(lock, dict) or not isinstance(lock.get("hash"), str):
+                raise InvalidLockfile(f"{where} ({repo_id}): variant {name!r} has no hash")
+            hash_type = lock.get("hash_type", HASH_TYPE)
+            if hash_type != HASH_TYPE:
+                raise InvalidLockfile(
+                    f"{where} ({repo_id}): variant {name!r} has hash_type {hash_type!r}; only {HASH_TYPE!r} is known"
+                )
+            if not _HASH.match(lock["hash"]):
+                raise InvalidLockfile(f"{where} ({repo_id}): variant {name!r} hash is not 'sha256-<64 hex>'")
+            parsed[name] = VariantLock(lock["hash"], hash_type)
+        locks.append(KernelLock(repo_id, sha, MappingProxyType(parsed)))
+    return locks
+
+
+def load_lockfile(path: Path) -> list[KernelLock]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InvalidLockfile(f"{path}: cannot be read: {exc.strerror}") from None
+    return parse_lockfile(text, str(path))
+
+
+def dump_lockfile(locks: Iterable[KernelLock]) -> str:
+    """The old-format JSON ``kernels lock`` ≤ 0.16 wrote (indent 2); every lock must have variants."""
+    locks = list(locks)
+    if any(lock.variants is None for lock in locks):
+        raise InvalidLockfile("a kernels >= 0.17 lock has no per-variant hashes to write in the old format")
+    data = [
+        {
+            "repo_id": lock.repo_id,
+            "sha": lock.sha,
+            "variants": {n: {"hash": v.hash, "hash_type": v.hash_type}
+                         for n, v in sorted((lock.variants or {}).items())},
+        }
+        for lock in locks
+    ]
+    return json.dumps(data, indent=2) + "\n"
+
+
+def git_blob_id(data: bytes) -> str:
+    """``git hash-object`` of ``data``: the id the Hub gives a non-LFS file."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def combine(entries: Iterable[tuple[str, str]]) -> str:
+    """``sha256-<hex>`` over ``(relative posix path, hex object id)`` pairs, sorted by path bytes."""
+    m = hashlib.sha256()
+    for path_bytes, object_id in sorted((p.encode("utf-8"), oid) for p, oid in entries):
+        m.update(path_bytes)
+        m.update(bytes.fromhex(object_id))
+    return f"sha256-{m.hexdigest()}"
+
+
+def _object_id(path: Path) -> str:
+    data = path.read_bytes()
+    if path.is_symlink():
+        blob = Path(os.path.realpath(path)).name
+        if len(blob) == 64:  # an LFS object in the HF cache
+            return hashlib.sha256(data).hexdigest()
+    return git_blob_id(data)
+
+
+def variant_files(variant_dir: Path) -> list[str]:
+    """Relative posix paths of the files a variant hash covers (``__pycache__``/``*.pyc`` left out)."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(variant_dir):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for filename in filenames:
+            if filename.endswith(".pyc"):
+                continue
+            files.append((Path(dirpath) / filename).relative_to(variant_dir).as_posix())
+    return sorted(files)
+
+
+def variant_hash(variant_dir: Path) -> str:
+    """The ``git_lfs_concat`` hash of a variant directory (a cache snapshot or a plain checkout)."""
+    return combine((rel, _object_id(variant_dir / rel)) for rel in variant_files(variant_dir))
+
+
+def verify_variant(variant_dir: Path, lock: VariantLock, *, label: str) -> None:
+    """Raise ``DigestMismatch`` unless the variant's files hash to ``lock.hash``."""
+    actual = variant_hash(variant_dir)
+    if actual != lock.hash:
+        raise DigestMismatch(f"{label}: kernels.lock hash {lock.hash} does not match the downloaded files ({actual})")

@@ -1,0 +1,225 @@
+"""Wheel naming and tagging: the one place that spells distribution names, versions, requirements and tags.
+
+The build backend (``tools.build.backend``), hub2wheel (``convert``) and the index all go through here, so
+``img2gray-cu130`` / ``0.1.0+torch2.14`` / ``torch==2.14.*`` / ``cp39-abi3`` are decided once. A build variant becomes
+a wheel name in exactly one function, ``wheel_name_for``; its torch requirement in ``torch_requirement_for``.
+
+Scheme (README, "Naming scheme"):
+
+* distribution: ``<kernel>-<backend>`` (``img2gray-cu130``, ``img2gray-rocm71``, ``img2gray-cpu``); a noarch
+  kernel keeps the bare kernel name.
+* version: ``<kernel version>+torch<X.Y>`` for builds tied to one torch minor. The local label keeps the dot
+  so that ``torch2.10`` sorts above ``torch2.9`` (PEP 440 compares dot-separated local segments as numbers).
+  Stable-ABI builds carry no label.
+* ``Requires-Dist``: ``torch==X.Y.*`` for a build tied to one minor, ``torch>=X.Y`` for a stable-ABI build.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from tools.kernelwheel.errors import InvalidVariantName, InvalidWheelName
+from tools.kernelwheel.variants import Backend, Torch, TorchStableAbi, TvmFfi, Variant
+
+_KERNEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_CUDA_VERSION = re.compile(r"^(\d+)\.(\d+)")
+# Lowest glibc any manylinux tag names (PEP 600; manylinux2014 == manylinux_2_17).
+_MIN_MANYLINUX_GLIBC = (2, 17)
+
+
+def validate_kernel_name(kernel: str) -> str:
+    """Return ``kernel`` if it can be a distribution name (PEP 508 name rules), else raise."""
+    if not _KERNEL_NAME.match(kernel):
+        raise InvalidWheelName(
+            f"kernel name {kernel!r} is not a valid distribution name: expected letters, digits, '.', '_' or "
+            "'-', starting and ending with a letter or digit"
+        )
+    return kernel
+
+
+def distribution_name(kernel: str, backend_tag: str | None) -> str:
+    """``img2gray`` + ``cu130`` → ``img2gray-cu130``; ``None`` (noarch) → ``img2gray``."""
+    validate_kernel_name(kernel)
+    if backend_tag is None:
+        return kernel
+    try:
+        backend = Backend.parse(backend_tag)  # the one parser of backend tags (variants.Backend)
+    except InvalidVariantName as exc:
+        raise InvalidWheelName(f"backend tag {backend_tag!r}: {exc}") from None
+    if backend.tag != backend_tag:
+        raise InvalidWheelName(f"backend tag {backend_tag!r} is not canonical (expected {backend.tag!r})")
+    return f"{kernel}-{backend_tag}"
+
+
+def cuda_backend_tag(cuda_version: str) -> str:
+    """``"13.0"`` (``torch.version.cuda``, ``nvcc --version``) → ``"cu130"``; ``"12.8.93"`` → ``"cu128"``."""
+    match = _CUDA_VERSION.match(cuda_version.strip())
+    if not match:
+        raise InvalidWheelName(f"CUDA version {cuda_version!r} is not of the form MAJOR.MINOR (e.g. '13.0')")
+    major, minor = match.groups()
+    return Backend("cuda", Version(f"{int(major)}.{int(minor)}")).tag
+
+
+def torch_minor(torch_version: str | Version) -> Version:
+    """``"2.14.1+cu130"`` → ``Version("2.14")``: the part of torch's version that its C++ ABI is tied to."""
+    try:
+        version = torch_version if isinstance(torch_version, Version) else Version(str(torch_version))
+    except InvalidVersion:
+        raise InvalidWheelName(f"torch version {torch_version!r} is not a PEP 440 version") from None
+    return Version(f"{version.major}.{version.minor}")
+
+
+def torch_label(torch: Version) -> str:
+    """``Version("2.14")`` → ``"torch2.14"``: the local version label, and the folder of that torch's sub-index."""
+    return f"torch{torch.major}.{torch.minor}"
+
+
+def labelled_torch(version: Version) -> Version | None:
+    """The inverse of ``kernel_version``: ``0.1.0+torch2.14`` → ``Version("2.14")``; None without such a label."""
+    local = version.local or ""
+    if not local.startswith("torch"):
+        return None
+    try:
+        return torch_minor(local[len("torch") :])
+    except InvalidWheelName:
+        return None
+
+
+def kernel_version(base: str | Version, torch: Version | None) -> Version:
+    """The wheel version: ``0.1.0`` + torch 2.14 → ``0.1.0+torch2.14``; ``torch=None`` (stable ABI) → ``0.1.0``."""
+    try:
+        version = base if isinstance(base, Version) else Version(str(base))
+    except InvalidVersion:
+        raise InvalidWheelName(f"kernel version {base!r} is not a PEP 440 version (expected e.g. '0.1.0')") from None
+    if version.local is not None:
+        raise InvalidWheelName(
+            f"kernel version {base!r} already has a local label; expected a public version such as "
+            f"{version.public!r}, the torch label is added here"
+        )
+    if torch is None:
+        return version
+    return Version(f"{version.public}+{torch_label(torch)}")
+
+
+def _labelled(version: Version, label: str) -> Version:
+    return Version(f"{version.public}+{label}")
+
+
+def torch_requirement(torch: Version, *, stable_abi: bool = False) -> Requirement:
+    """``torch==2.14.*`` for a build tied to torch 2.14; ``torch>=2.10`` for a stable-ABI build targeting 2.10."""
+    minor = f"{torch.major}.{torch.minor}"
+    return Requirement(f"torch>={minor}" if stable_abi else f"torch=={minor}.*")
+
+
+def manylinux_tag(glibc: tuple[int, int], arch: str) -> str:
+    """The PEP 600 tag for a binary whose newest glibc symbol is ``glibc``: ``(2, 28)`` → ``manylinux_2_28_x86_64``."""
+    major, minor = max(glibc, _MIN_MANYLINUX_GLIBC)
+    return f"manylinux_{major}_{minor}_{arch}"
+
+
+@dataclass(frozen=True)
+class WheelName:
+    """The parts of a wheel's filename; the same ``version`` object goes into METADATA."""
+
+    distribution: str
+    version: Version
+    python_tag: str
+    abi_tag: str
+    platform_tag: str
+
+    @property
+    def project(self) -> str:
+        """The distribution name as it appears in filenames and dist-info folders (PEP 427 escaping)."""
+        return canonicalize_name(self.distribution).replace("-", "_")
+
+    @property
+    def tag(self) -> str:
+        return f"{self.python_tag}-{self.abi_tag}-{self.platform_tag}"
+
+    @property
+    def tags(self) -> frozenset[Tag]:
+        return frozenset(
+            Tag(py, abi, plat)
+            for py in self.python_tag.split(".")
+            for abi in self.abi_tag.split(".")
+            for plat in self.platform_tag.split(".")
+        )
+
+    @property
+    def dist_info(self) -> str:
+        return f"{self.project}-{self.version}.dist-info"
+
+    @property
+    def filename(self) -> str:
+        name = f"{self.project}-{self.version}-{self.tag}.whl"
+        # Round-trip through packaging so that a name we write is always one pip accepts.
+        try:
+            parse_wheel_filename(name)
+        except InvalidWheelFilename as exc:
+            raise InvalidWheelName(f"{name!r} is not a valid wheel filename: {exc}") from None
+        return name
+
+    @classmethod
+    def parse(cls, filename: str) -> WheelName:
+        """Read a wheel filename (via ``packaging.utils.parse_wheel_filename``)."""
+        try:
+            name, version, _build, tags = parse_wheel_filename(filename)
+        except InvalidWheelFilename as exc:
+            raise InvalidWheelName(f"{filename!r}: {exc}") from None
+        # Compressed tag sets (py2.py3-none-any) are kept as written, in the filename's order.
+        python_tag, abi_tag, platform_tag = filename[: -len(".whl")].split("-")[-3:]
+        if tags != cls(name, version, python_tag, abi_tag, platform_tag).tags:
+            raise InvalidWheelName(f"{filename!r}: could not read its tags back")
+        return cls(str(name), version, python_tag, abi_tag, platform_tag)
+
+
+# kernels' python_depends.json maps the logical name tvm-ffi to this pip package (import name tvm_ffi).
+TVM_FFI_PACKAGE = "apache-tvm-ffi"
+
+
+def framework_requirement_for(variant: Variant) -> Requirement:
+    """What the variant's framework needs at run time: ``torch==X.Y.*`` for ``torchXY``, ``torch>=X.Y`` for
+    ``torch-stable-abiXY``, ``apache-tvm-ffi==X.Y.*`` for ``tvm-ffiXY`` (kernels loads it only with tvm-ffi X.Y),
+    bare ``torch`` for noarch."""
+    framework = variant.framework
+    if isinstance(framework, Torch):
+        return torch_requirement(framework.version)
+    if isinstance(framework, TorchStableAbi):
+        return torch_requirement(framework.version, stable_abi=True)
+    if isinstance(framework, TvmFfi):
+        return Requirement(f"{TVM_FFI_PACKAGE}=={framework.version.major}.{framework.version.minor}.*")
+    return Requirement("torch")
+
+
+def wheel_name_for(
+    variant: Variant, kernel: str, base_version: Version, *, python_tag: str, abi_tag: str, platform_tag: str
+) -> WheelName:
+    """The wheel a build variant becomes: ``img2gray`` + ``torch214-cxx11-cu130-x86_64-linux`` + ``0.1.0`` →
+    ``img2gray-cu130 0.1.0+torch2.14``; a stable-ABI or noarch variant carries no torch label. A tvm-ffi variant is
+    another project, ``<kernel>-tvm-ffi-<backend>`` (it needs no torch, and must never be chosen for a torch user),
+    labelled ``+tvmffiX.Y`` as a torch build is labelled ``+torchX.Y``."""
+    framework = variant.framework
+    if isinstance(framework, TvmFfi):
+        distribution = distribution_name(f"{validate_kernel_name(kernel)}-tvm-ffi", variant.backend_tag)
+        tvm = framework.version
+        version = _labelled(kernel_version(base_version, None), f"tvmffi{tvm.major}.{tvm.minor}")
+    else:
+        distribution = distribution_name(kernel, variant.backend_tag)
+        version = kernel_version(base_version, framework.version if isinstance(framework, Torch) else None)
+    return WheelName(
+        distribution=distribution,
+        version=version,
+        python_tag=python_tag,
+        abi_tag=abi_tag,
+        platform_tag=platform_tag,
+    )

@@ -1,0 +1,133 @@
+"""Which of a kernel's build variants become wheels in this run, with a reason for every one that does not.
+
+``select_variants`` is pure: it takes variant names and a ``VariantFilter`` and returns what is accepted and, for
+every other name, why not. Two directories that would give the same wheel are resolved here too.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+from tools.kernelwheel.errors import InvalidVariantName
+from tools.kernelwheel.variants import CPUS, CxxAbi, Noarch, Torch, Variant
+
+# Which noarch directory feeds the single noarch wheel when several exist (their Python files are identical).
+_NOARCH_PREFERENCE = ("cuda", "rocm", "xpu", "cpu", "metal", "npu", "neuron", "tpu", "universal")
+
+
+@dataclass(frozen=True)
+class VariantFilter:
+    """What this run produces wheels for: manylinux only by default (platform tags are computed from ELF)."""
+
+    oses: frozenset[str] = frozenset({"linux"})
+    cpus: frozenset[str] = CPUS
+    patterns: tuple[str, ...] = ()  # --variant globs; empty = all
+
+
+@dataclass(frozen=True)
+class VariantRejected:
+    """A variant that will not become a wheel, and why."""
+
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.reason}"
+
+
+@dataclass
+class Selection:
+    accepted: list[Variant] = field(default_factory=list)
+    rejected: list[VariantRejected] = field(default_factory=list)
+
+
+def _noarch_rank(variant: Variant) -> int:
+    framework = variant.framework
+    backend = framework.backend if isinstance(framework, Noarch) else ""
+    return _NOARCH_PREFERENCE.index(backend) if backend in _NOARCH_PREFERENCE else len(_NOARCH_PREFERENCE)
+
+
+def _preferred_cxx_abi(torch: Version) -> CxxAbi:
+    # PyPI's torch wheels switched to the C++11 ABI with 2.7 (manylinux_2_28); before that they were cxx98.
+    return "cxx11" if torch >= Version("2.7") else "cxx98"
+
+
+def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter()) -> Selection:
+    """Parse and filter variant names; every name ends up either accepted or rejected with a reason.
+
+    Two directories that would give the same wheel name are resolved here too: of ``-cxx11``/``-cxx98`` twins the
+    one matching PyPI's torch build wins, and several noarch directories give one noarch wheel.
+    """
+    selection = Selection()
+    candidates: list[Variant] = []
+    for name in sorted(set(names)):
+        if target.patterns and not any(fnmatch.fnmatchcase(name, p) for p in target.patterns):
+            selection.rejected.append(VariantRejected(name, f"not matched by --variant {' '.join(target.patterns)}"))
+            continue
+        try:
+            variant = Variant.parse(name)
+        except InvalidVariantName as exc:
+            selection.rejected.append(VariantRejected(name, str(exc)))
+            continue
+        reason = _unsupported(variant, target)
+        if reason:
+            selection.rejected.append(VariantRejected(name, reason))
+        else:
+            candidates.append(variant)
+
+    # cxx11/cxx98 twins map to one wheel name.
+    by_key: dict[tuple[object, ...], list[Variant]] = {}
+    noarch: list[Variant] = []
+    for v in candidates:
+        if v.arch is None:
+            noarch.append(v)
+            continue
+        fw = v.framework
+        key = (type(fw), v.torch, v.arch)
+        by_key.setdefault(key, []).append(v)
+    for group in by_key.values():
+        if len(group) == 1:
+            selection.accepted.append(group[0])
+            continue
+        torch = group[0].torch
+        assert torch is not None
+        want = _preferred_cxx_abi(torch)
+        keep = next((v for v in group if isinstance(v.framework, Torch) and v.framework.cxx_abi == want), group[0])
+        selection.accepted.append(keep)
+        for v in group:
+            if v is not keep:
+                selection.rejected.append(
+                    VariantRejected(str(v), f"same wheel as {keep} (PyPI torch {torch} uses the {want} C++ ABI)")
+                )
+    if noarch:
+        noarch.sort(key=_noarch_rank)
+        keep = noarch[0]
+        selection.accepted.append(keep)
+        for v in noarch[1:]:
+            selection.rejected.append(
+                VariantRejected(str(v), f"same noarch wheel as {keep} (noarch variants share one distribution)")
+            )
+    selection.accepted.sort(key=str)
+    selection.rejected.sort(key=lambda r: r.name)
+    return selection
+
+
+def _unsupported(variant: Variant, target: VariantFilter) -> str | None:
+    arch = variant.arch
+    if arch is None:
+        return None
+    if arch.os not in target.oses:
+        return (
+            f"OS {arch.os!r} is not produced by this run (only {', '.join(sorted(target.oses))}: platform tags "
+            "are computed from ELF binaries)"
+        )
+    if arch.backend.kind == "metal":
+        return "the metal backend needs macOS; this run produces Linux wheels only"
+    if arch.cpu not in target.cpus:
+        return f"CPU {arch.cpu!r} is not produced by this run (only {', '.join(sorted(target.cpus))})"
+    return None
+

@@ -1,0 +1,93 @@
+"""Where a ``build/`` tree to convert comes from: a local folder, a Hub revision or version, or a ``kernels.lock``.
+
+Each function yields ``convert.Source`` values; downloading (``hub``) shows one progress bar per repository.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from packaging.version import Version
+from rich.console import Console
+
+from tools.kernelwheel import hub, lockfile
+from tools.kernelwheel.console import print_step, progress_bar
+from tools.kernelwheel.convert import Source
+from tools.kernelwheel.errors import ToolError
+
+
+def local_source(folder: Path) -> Source:
+    """A checkout (or any folder) holding ``build/<variant>/``; symlinks may not leave each variant."""
+    if not folder.is_dir():
+        raise ToolError(f"{folder}: no such directory (expected a folder holding build/<variant>/)")
+    return Source(build_dir=folder / "build", label=str(folder), kernel_name=folder.resolve().name)
+
+
+def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
+           console: Console) -> hub.Snapshot:
+    with progress_bar(console, "downloading") as progress:
+        task = progress.add_task(repo_id, total=None)
+
+        def on_file(filename: str, index: int, total: int) -> None:
+            progress.update(task, total=total, completed=index, description=filename.rsplit("/", 1)[-1] or repo_id)
+
+        return hub.fetch(settings.api(), settings, repo_id, revision, patterns=patterns, on_file=on_file)
+
+
+def hub_source(
+    settings: hub.HubSettings,
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    version_spec: str | None = None,
+    variant_globs: Sequence[str] = (),
+    console: Console,
+) -> Source:
+    """``repo_id`` at ``revision`` (default ``main``) or at the newest ``v<version>`` ref matching ``version_spec``."""
+    patterns = [f"build/{glob}/*" for glob in variant_globs] or ["build/*"]
+    revision = revision or "main"
+    version = hub.version_of_ref(revision)
+    if version_spec is not None:
+        _, ref = hub.resolve_version(settings.api(), settings, repo_id, version_spec)
+        print_step(console, f"{repo_id}: --version {version_spec} → {ref.kind} {ref.name} at {ref.commit}")
+        revision, version = ref.name, ref.version
+    snapshot = _fetch(settings, repo_id, revision, patterns, console)
+    print_step(console, f"{repo_id}@{revision}: commit {snapshot.commit}")
+    return _snapshot_source(snapshot, version, None)
+
+
+def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | None = None,
+                 console: Console) -> Iterator[Source]:
+    """Every kernel a ``kernels.lock`` pins (only ``repo_id``'s when given), at its locked commit; an old-format lock
+    also limits the run to its variants and checks their hashes."""
+    locks = lockfile.load_lockfile(lock_path)
+    if repo_id is not None:
+        locks = [lock for lock in locks if lock.repo_id == repo_id]
+        if not locks:
+            raise ToolError(f"{lock_path}: has no entry for {repo_id}")
+    for lock in locks:
+        locked_version: Version | None = None
+        try:
+            _, refs = hub.list_version_refs(settings.api(), settings, lock.repo_id)
+            locked_version = next((r.version for r in refs if r.commit == lock.sha), None)
+        except ToolError:
+            pass  # the version is only a nicety for the wheel version; the commit is what is locked
+        locked = lock.variants
+        patterns = [f"build/{v}/*" for v in locked] if locked is not None else ["build/*"]
+        snapshot = _fetch(settings, lock.repo_id, lock.sha, patterns, console)
+        print_step(console, f"{lock.repo_id}: locked commit {snapshot.commit}")
+        yield _snapshot_source(snapshot, locked_version, lock.variants)
+
+
+def _snapshot_source(
+    snapshot: hub.Snapshot, version: Version | None, locks: Mapping[str, lockfile.VariantLock] | None
+) -> Source:
+    return Source(
+        build_dir=snapshot.root / "build",
+        label=f"{snapshot.repo_id}@{snapshot.commit[:12]}",
+        kernel_name=snapshot.repo_id.split("/")[-1],
+        version=version,
+        trusted_roots=(snapshot.blobs,),
+        locks=locks,
+    )
