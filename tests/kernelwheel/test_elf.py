@@ -73,3 +73,18 @@ def test_not_elf(tmp_path: Path) -> None:
     assert not is_elf(fake.read_bytes())
     with pytest.raises(InvalidVariant, match="not an ELF file"):
         read_elf(fake, display="build/v/_k.abi3.so")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage-after-magic", "zeroed-sections"])
+def test_damaged_elf_is_one_clear_error(tmp_path: Path, damage: str) -> None:
+    good = _compile(tmp_path, "libok.so", "int f(void){return 1;}\n").read_bytes()
+    bad = tmp_path / "libbad.so"
+    if damage == "truncated":
+        bad.write_bytes(good[:64])
+    elif damage == "garbage-after-magic":
+        bad.write_bytes(b"\x7fELF" + bytes(range(256)) * 8)
+    else:
+        bad.write_bytes(good[:0x28] + b"\xff" * 24 + good[0x40:])  # section-header fields overwritten
+    with pytest.raises(InvalidVariant, match=r"libbad\.so: unreadable ELF file") as raised:
+        read_elf(bad)
+    assert "\n" not in str(raised.value)

@@ -54,11 +54,14 @@ def test_fetch_and_offline(hf_env: Path, hub_repos: HubRepos, monkeypatch: pytes
     init = snap.root / "build" / "torch-cpu" / "__init__.py"
     assert init.is_symlink() and Path(os.path.realpath(init)).parent == Path(os.path.realpath(snap.blobs))
     assert not (snap.root / "build" / "torch213-cxx11-cpu-x86_64-linux").exists()  # allow_patterns honoured
-    assert "build/torch-cpu/metadata.json" in seen
+    assert seen == ["testorg/img2gray", "testorg/img2gray"]  # started, finished (snapshot_download does the files)
     # offline: the same ref resolves from the cache, nothing is requested
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # would fail if used
     offline = _settings(HF_HUB_OFFLINE="1")
-    assert hub.fetch(offline.api(), offline, "testorg/img2gray", "v1").commit == snap.commit
+    assert hub.fetch(offline.api(), offline, "testorg/img2gray", "v1", patterns=["build/torch-cpu/*"]).commit == snap.commit
+    # asking offline for more than was downloaded is a miss that says so, not a half-empty snapshot
+    with pytest.raises(OfflineCacheMiss, match="lacks files this run needs"):
+        hub.fetch(offline.api(), offline, "testorg/img2gray", "v1")
     _, refs = hub.list_version_refs(offline.api(), offline, "testorg/img2gray")
     assert [r.name for r in refs] == ["v1"]
 
@@ -79,3 +82,12 @@ def test_unknown_repo_and_revision(hf_env: Path) -> None:
         hub.resolve_version(settings.api(), settings, "testorg/nope", "1")
     with pytest.raises(RevisionNotFound, match=r"no branch, tag or commit 'v9'.*v1\.1\.0"):
         hub.fetch(settings.api(), settings, "testorg/img2gray", "v9")
+
+
+@pytest.mark.parametrize(("spec", "admitted", "refused"), [
+    ("1", "1.1.0", "2.0.0"), ("0.1.0", "0.1.0", "0.1.1"), ("v0.1.0".removeprefix("v"), "0.1.0", "0.2.0"),
+    (">=0.1,<0.2", "0.1.5", "0.2.0"), ("==0.1.0", "0.1.0", "0.1.1"),
+])
+def test_version_spec_forms(spec: str, admitted: str, refused: str) -> None:
+    specifier = hub.parse_version_spec(spec)
+    assert specifier.contains(admitted) and not specifier.contains(refused)

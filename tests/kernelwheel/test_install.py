@@ -334,3 +334,14 @@ def test_cuda_rule_matches_kernels_variant_resolution(runtime: str) -> None:
     ours = sorted((b for b in builds if cuda_compatible(Backend.parse(b).version or Version("0"), Version(runtime))),
                   key=lambda b: Backend.parse(b).version or Version("0"), reverse=True)
     assert ours == theirs
+
+
+def test_a_second_backend_of_an_installed_kernel_is_refused(cuda_index: Path) -> None:
+    with_cpu = Environment("/env/bin/python", Version("3.11.7"), Version("2.14.1"), TAGS, Version("13.0"),
+                           frozenset({"img2gray-cpu", "torch"}))
+    with pytest.raises(NoCompatibleWheel, match=r"img2gray-cpu is already installed, and every img2gray build "
+                                                r"installs the same package folder"):
+        plan_install(cuda_index.as_uri() + "/", "img2gray-cu130", with_cpu)
+    reinstall = Environment("/env/bin/python", Version("3.11.7"), Version("2.14.1"), TAGS, Version("13.0"),
+                            frozenset({"img2gray-cu130", "torch"}))
+    assert plan_install(cuda_index.as_uri() + "/", "img2gray-cu130", reinstall).project == "img2gray-cu130"

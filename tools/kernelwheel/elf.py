@@ -1,29 +1,33 @@
-"""What a kernel's ``.so`` files require, read with pyelftools: ELF check, CPU, symbol versions, Python ABI.
+"""What a kernel's ``.so`` files require: ELF check, CPU, symbol versions, Python ABI; and so its wheel tags.
 
-The wheel tags come from here and are never assumed:
+This is where hub2wheel's manylinux tag is decided, never assumed:
 
 * platform: ``manylinux_2_YY`` with YY the newest ``GLIBC_2.YY`` symbol version any file needs (at least 2.17),
-  raised to the oldest manylinux policy (auditwheel's ``manylinux-policy.json``) whose lists allow every
-  ``GLIBCXX_*``, ``CXXABI_*`` and ``GCC_*`` version needed: each manylinux image ships a fixed libstdc++
-  (manylinux_2_28 allows up to GLIBCXX_3.4.24, GCC 8's). A libstdc++ version newer than every policy falls back to
-  the ``GLIBC`` floor alone.
+  raised to the oldest manylinux policy whose lists allow every ``GLIBCXX_*``, ``CXXABI_*`` and ``GCC_*`` version
+  needed: each manylinux image ships a fixed libstdc++ (manylinux_2_28 allows up to GLIBCXX_3.4.24, GCC 8's). The
+  policies and the symbol-version reader are auditwheel's public API (``WheelPolicies.versioned_symbols_policy``,
+  ``elf_find_versioned_symbols``). GLIBC itself is taken exactly, because PEP 600 defines a tag for every glibc
+  minor while auditwheel only has policies for some (2.25 would become 2_26). A libstdc++ version newer than every
+  policy falls back to the ``GLIBC`` floor alone.
 * python/abi: ``*.abi3.so`` → ``cp39-abi3``; ``*.cpython-3XY-*.so`` → ``cp3XY-cp3XY``. A shared library without a
   ``PyInit_*`` export (loaded through ``torch.ops.load_library``) does not constrain the Python version.
 """
 
 from __future__ import annotations
 
-import json
 import re
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
+from auditwheel.architecture import Architecture
+from auditwheel.elfutils import elf_find_versioned_symbols
+from auditwheel.libc import Libc
+from auditwheel.policy import WheelPolicies
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import SymbolTableSection
 
 from tools.kernelwheel.errors import InvalidVariant
@@ -76,13 +80,13 @@ def read_elf(path: Path, display: str | None = None) -> ElfInfo:
             cpu = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
             needed: set[tuple[str, str]] = set()
             exports_pyinit = False
+            for _library, version in elf_find_versioned_symbols(elf):
+                match = _VERSIONED.match(version)
+                if match:
+                    needed.add((match[1], match[2]))
+            # auditwheel's elf_is_python_extension wants PyInit_<file name>; a kernel's module may be named
+            # otherwise (loaded by torch.ops.load_library), so any defined PyInit_* export counts here.
             for section in elf.iter_sections():
-                if isinstance(section, GNUVerNeedSection):
-                    for _verneed, auxs in section.iter_versions():
-                        for aux in auxs:
-                            match = _VERSIONED.match(aux.name)
-                            if match:
-                                needed.add((match[1], match[2]))
                 if isinstance(section, SymbolTableSection) and section.name == ".dynsym":
                     for sym in section.iter_symbols():
                         if (
@@ -91,8 +95,10 @@ def read_elf(path: Path, display: str | None = None) -> ElfInfo:
                             and sym["st_info"]["type"] == "STT_FUNC"
                         ):
                             exports_pyinit = True
-        except ELFError as exc:
-            raise InvalidVariant(f"{shown}: unreadable ELF file: {exc}") from None
+        except (ELFError, ValueError, KeyError, IndexError, struct.error, OSError) as exc:
+            # pyelftools raises more than ELFError on a truncated or fuzzed file.
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InvalidVariant(f"{shown}: unreadable ELF file: {reason}") from None
     name = path.name
     python_abi: str | None = None
     if exports_pyinit:
@@ -108,13 +114,12 @@ def read_elf(path: Path, display: str | None = None) -> ElfInfo:
 
 
 @cache
-def _manylinux_policies() -> list[dict[str, object]]:
+def _policies(cpu: str) -> WheelPolicies:
     try:
-        text = resources.files("auditwheel.policy").joinpath("manylinux-policy.json").read_text()
-    except (ModuleNotFoundError, FileNotFoundError):
-        return []
-    policies = [p for p in json.loads(text) if str(p["name"]).startswith("manylinux_")]
-    return sorted(policies, key=lambda p: -int(str(p["priority"])))
+        arch = Architecture(cpu)
+    except ValueError:
+        raise InvalidVariant(f"CPU {cpu!r} has no manylinux policy in auditwheel") from None
+    return WheelPolicies(libc=Libc.GLIBC, arch=arch)
 
 
 def _glibc_of_policy(name: str) -> tuple[int, int]:
@@ -125,18 +130,13 @@ def _glibc_of_policy(name: str) -> tuple[int, int]:
 def platform_tag(infos: Iterable[ElfInfo], cpu: str) -> str:
     """``manylinux_2_YY_<cpu>`` for the oldest glibc (and libstdc++) that provides every needed version."""
     infos = list(infos)
-    needed = set().union(*(i.needed_versions for i in infos)) if infos else set()
     glibc_floor = max((i.glibc for i in infos if i.glibc), default=(2, 17))
-    for policy in _manylinux_policies():
-        allowed: dict[str, list[str]] = policy["symbol_versions"].get(cpu, {})  # type: ignore[attr-defined]
-        if not allowed:
-            continue
-        # GLIBC itself is taken exactly (PEP 600 tags exist for every glibc minor); policies only map the
-        # libstdc++/libgcc versions (GLIBCXX, CXXABI, GCC) to the manylinux image that ships them.
-        if all(v in allowed.get(lib, []) for lib, v in needed if lib in allowed and lib != "GLIBC"):
-            glibc = _glibc_of_policy(str(policy["name"]))
-            return manylinux_tag(max(glibc, glibc_floor), cpu)
-    return manylinux_tag(glibc_floor, cpu)
+    # Only libstdc++/libgcc versions go to the policy: GLIBC is taken exactly (module docstring).
+    libstdcxx = {i.path: {f"{lib}_{v}" for lib, v in i.needed_versions if lib != "GLIBC"} for i in infos}
+    policy = _policies(cpu).versioned_symbols_policy(libstdcxx)
+    if not policy.name.startswith("manylinux_"):  # only the generic linux policy allows them: newer than all
+        return manylinux_tag(glibc_floor, cpu)
+    return manylinux_tag(max(_glibc_of_policy(policy.name), glibc_floor), cpu)
 
 
 @dataclass(frozen=True)

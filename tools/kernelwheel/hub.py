@@ -6,38 +6,47 @@ Everything goes through ``huggingface_hub`` (``HfApi`` is passed in, or built fr
 as ``repo_type="kernel"`` first (kernels ≥ 0.14), then ``"model"`` (older kernels and mirrors such as olah that do
 not serve ``/api/kernels/``).
 
-Offline (``HF_HUB_OFFLINE=1``) nothing is requested: revisions and versions are read from the cache's ``refs/``
-files and the snapshot folder, and a miss is an ``OfflineCacheMiss`` that says what to run online.
+Files come from ``huggingface_hub.snapshot_download``: it resolves the revision, records ``refs/``, downloads
+concurrently and, offline (``HF_HUB_OFFLINE=1``), serves the snapshot from the cache without a request. A miss is
+an ``OfflineCacheMiss`` that says what to run. Offline ``--version`` reads the cached ``refs/`` (see
+``_cached_refs`` for why that is not ``scan_cache_dir``).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from huggingface_hub import HfApi, hf_hub_download
+from huggingface_hub import HfApi, snapshot_download
 from huggingface_hub.errors import (
     EntryNotFoundError,
     HfHubHTTPError,
+    IncompleteSnapshotError,
+    LocalEntryNotFoundError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
 from huggingface_hub.file_download import repo_folder_name
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+from tqdm.auto import tqdm
 
 from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
 REPO_TYPES = ("kernel", "model")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+DOWNLOAD_WORKERS = 8  # files snapshot_download fetches at once (its own default)
+# Never fetched: byte code someone committed along with a build.
+IGNORE_PATTERNS = ("*.pyc", "__pycache__/*", "*/__pycache__/*")
 _VERSION_REF = re.compile(r"^v(\d+(?:\.\d+)*)$")
 _TRUE = {"1", "on", "yes", "true"}
 
-ProgressCallback = Callable[[str, int, int], None]  # (file, index, total)
+# (file, files done, files total). snapshot_download downloads concurrently and reports only a count of finished
+# files, so ``file`` is always "" (kept so that callers written for per-file names keep working).
+ProgressCallback = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -73,7 +82,8 @@ class VersionRef:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Downloaded (or cached) files of one commit: ``root/build/<variant>/...``."""
+    """Downloaded (or cached) files of one commit: ``root/build/<variant>/...`` (``root`` does not exist when no
+    file matched the patterns)."""
 
     repo_id: str
     repo_type: str
@@ -83,10 +93,15 @@ class Snapshot:
 
 
 def parse_version_spec(spec: str) -> SpecifierSet:
-    """``"1"`` → ``==1.*`` (a bare major, as ``kernels`` takes it); otherwise a PEP 440 specifier set."""
+    """``"1"`` → ``==1.*`` (a bare major, as ``kernels`` takes it); ``"0.1.0"`` → ``==0.1.0`` (a bare version, the
+    form users type and ``kernels to-wheel`` took); otherwise a PEP 440 specifier set."""
     text = spec.strip()
     if text.isdigit():
         return SpecifierSet(f"=={int(text)}.*")
+    try:
+        return SpecifierSet(f"=={Version(text)}")
+    except InvalidVersion:
+        pass
     try:
         return SpecifierSet(text)
     except InvalidSpecifier:
@@ -131,6 +146,10 @@ def _cache_folder(settings: HubSettings, repo_id: str, repo_type: str) -> Path:
 
 
 def _cached_refs(settings: HubSettings, repo_id: str) -> tuple[str, dict[str, str]] | None:
+    # Hand-written on purpose: huggingface_hub's public cache API, scan_cache_dir(), stats every file of every
+    # cached repo and drops a whole repo as "corrupted" when one ref names a commit without a snapshot folder,
+    # which is what snapshot_download leaves after fetching a ref (e.g. main) where no file matched the patterns.
+    # The refs/<name> file layout read here is the one snapshot_download writes.
     for repo_type in REPO_TYPES:
         refs_dir = _cache_folder(settings, repo_id, repo_type) / "refs"
         if refs_dir.is_dir():
@@ -139,7 +158,10 @@ def _cached_refs(settings: HubSettings, repo_id: str) -> tuple[str, dict[str, st
     return None
 
 
-def _is_missing(exc: Exception) -> bool:
+def _is_missing(exc: BaseException) -> bool:
+    """An answer meaning "no such repository of this type" (so the next repo type is worth a try)."""
+    if isinstance(exc, LocalEntryNotFoundError):
+        return False  # an EntryNotFoundError too, but it means "not in the cache", not "not on the Hub"
     if isinstance(exc, (RepositoryNotFoundError, EntryNotFoundError)):
         return True
     response = getattr(exc, "response", None)
@@ -178,18 +200,54 @@ def resolve_version(api: HfApi, settings: HubSettings, repo_id: str, spec: str) 
     return repo_type, pick_version(refs, spec, repo_id)
 
 
-def _remote_commit(api: HfApi, repo_id: str, revision: str) -> tuple[str, str]:
-    for repo_type in REPO_TYPES:
-        try:
-            info = api.repo_info(repo_id, repo_type=repo_type, revision=revision)
-        except RevisionNotFoundError:
-            raise RevisionNotFound(f"{repo_id}: no branch, tag or commit {revision!r}") from None
-        except Exception as exc:
-            if _is_missing(exc):
-                continue
-            raise HubError(f"{repo_id}@{revision}: request to {api.endpoint} failed: {exc}") from None
-        if info.sha:
-            return repo_type, info.sha
+def _progress_class(on_file: ProgressCallback | None) -> type[tqdm]:
+    """A ``tqdm_class`` for snapshot_download: its bars stay silent (the caller draws its own), and the one that
+    counts files (the only one whose unit is not bytes) reports to ``on_file``."""
+
+    # tqdm ships no type information (pyproject.toml's mypy override), so to mypy its class is Any. Subclassing the
+    # real tqdm, not mimicking it, keeps every method snapshot_download calls on its bars.
+    class _Progress(tqdm):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._counts_files = on_file is not None and kwargs.get("unit", "it") != "B"
+            self._done = 0
+            super().__init__(*args, **{**kwargs, "disable": True})
+            if self._counts_files:
+                self._report()
+
+        def _report(self) -> None:
+            if on_file is not None:
+                on_file("", self._done, int(self.total or 0))
+
+        def update(self, n: float | None = 1) -> bool | None:
+            if self._counts_files:
+                self._done += int(n or 0)  # a disabled tqdm does not count: keep our own
+                self._report()
+            result: bool | None = super().update(n)
+            return result
+
+    return _Progress
+
+
+def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str, patterns: list[str],
+              on_file: ProgressCallback | None, max_workers: int) -> Path:
+    return Path(
+        snapshot_download(
+            repo_id,
+            repo_type=repo_type,
+            revision=revision,
+            allow_patterns=patterns,
+            ignore_patterns=list(IGNORE_PATTERNS),
+            cache_dir=settings.cache_dir,
+            endpoint=settings.endpoint,
+            token=settings.token,
+            local_files_only=settings.offline,
+            max_workers=max_workers,
+            tqdm_class=_progress_class(on_file),
+        )
+    )
+
+
+def _not_found(api: HfApi, repo_id: str, revision: str) -> HubError:
     # Some servers (olah) answer 401 for an unknown revision of a known repo: ask for the refs to tell them apart.
     for repo_type in REPO_TYPES:
         try:
@@ -197,16 +255,10 @@ def _remote_commit(api: HfApi, repo_id: str, revision: str) -> tuple[str, str]:
         except Exception:
             continue
         names = ", ".join(sorted(r.name for r in [*refs.branches, *refs.tags])) or "none"
-        raise RevisionNotFound(f"{repo_id}: no branch, tag or commit {revision!r} (branches and tags: {names})")
-    raise RepositoryNotFound(
+        return RevisionNotFound(f"{repo_id}: no branch, tag or commit {revision!r} (branches and tags: {names})")
+    return RepositoryNotFound(
         f"{repo_id}: no such kernel or model repository on {api.endpoint} (or HF_TOKEN cannot see it)"
     )
-
-
-def _matches(path: str, patterns: Iterable[str]) -> bool:
-    if path.endswith(".pyc") or "/__pycache__/" in path:
-        return False
-    return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
 def fetch(
@@ -217,59 +269,42 @@ def fetch(
     *,
     patterns: Iterable[str] = ("build/*",),
     on_file: ProgressCallback | None = None,
+    max_workers: int = DOWNLOAD_WORKERS,
 ) -> Snapshot:
-    """Make the files of ``repo_id@revision`` that match ``patterns`` available in the cache."""
-    patterns = tuple(patterns)
-    if settings.offline:
-        return _cached_snapshot(settings, repo_id, revision)
-    repo_type, commit = _remote_commit(api, repo_id, revision)
-    try:
-        files = [f for f in api.list_repo_files(repo_id, repo_type=repo_type, revision=commit) if _matches(f, patterns)]
-    except Exception as exc:
-        raise HubError(f"{repo_id}@{commit[:12]}: cannot list files on {api.endpoint}: {exc}") from None
-    for index, filename in enumerate(sorted(files)):
-        if on_file is not None:
-            on_file(filename, index, len(files))
-        try:
-            hf_hub_download(
-                repo_id,
-                filename,
-                repo_type=repo_type,
-                revision=commit,
-                cache_dir=settings.cache_dir,
-                endpoint=settings.endpoint,
-                token=settings.token,
-            )
-        except Exception as exc:
-            raise HubError(f"{repo_id}@{commit[:12]}: downloading {filename} failed: {exc}") from None
-    if on_file is not None:
-        on_file("", len(files), len(files))
-    folder = _cache_folder(settings, repo_id, repo_type)
-    if revision != commit:
-        # Record the ref as huggingface_hub does, so that a later offline run can resolve it.
-        (folder / "refs").mkdir(parents=True, exist_ok=True)
-        if "/" not in revision:
-            (folder / "refs" / revision).write_text(commit)
-    root = folder / "snapshots" / commit
-    root.mkdir(parents=True, exist_ok=True)
-    return Snapshot(repo_id, repo_type, commit, root, folder / "blobs")
-
-
-def _cached_snapshot(settings: HubSettings, repo_id: str, revision: str) -> Snapshot:
+    """Make the files of ``repo_id@revision`` that match ``patterns`` available in the cache (only from the cache
+    when offline); files already cached are not downloaded again."""
+    allow = list(patterns)
+    # Each repo type is tried in turn; a failure is only reported when no type serves the files.
+    failure: HubError | None = None
+    incomplete: IncompleteSnapshotError | None = None
     for repo_type in REPO_TYPES:
-        folder = _cache_folder(settings, repo_id, repo_type)
-        if not folder.is_dir():
+        try:
+            root = _download(settings, repo_id, repo_type, revision, allow, on_file, max_workers)
+        except RevisionNotFoundError:
+            raise RevisionNotFound(f"{repo_id}: no branch, tag or commit {revision!r}") from None
+        except IncompleteSnapshotError as exc:
+            incomplete = exc  # offline or the Hub unreachable, and the cache has this commit but not every file
             continue
-        commit = revision
-        if not _COMMIT.match(revision):
-            ref = folder / "refs" / revision
-            if not ref.is_file():
-                continue
-            commit = ref.read_text().strip()
-        root = folder / "snapshots" / commit
-        if (root / "build").is_dir():
-            return Snapshot(repo_id, repo_type, commit, root, folder / "blobs")
-    raise OfflineCacheMiss(
-        f"{repo_id}@{revision}: HF_HUB_OFFLINE is set and {settings.cache_dir} holds no snapshot with build/ for "
-        "it; run once online (or unset HF_HUB_OFFLINE)"
-    )
+        except LocalEntryNotFoundError as exc:
+            # Not in the cache; online, the Hub's answer that snapshot_download did not pass on is the cause.
+            cause = exc.__cause__
+            if not settings.offline and cause is not None and not _is_missing(cause):
+                failure = failure or HubError(f"{repo_id}@{revision}: request to {api.endpoint} failed: {cause}")
+            continue
+        except Exception as exc:
+            if not _is_missing(exc):
+                failure = failure or HubError(f"{repo_id}@{revision}: fetching from {api.endpoint} failed: {exc}")
+            continue
+        return Snapshot(repo_id, repo_type, root.name, root, root.parent.parent / "blobs")
+    if failure is not None:
+        if incomplete is not None:
+            raise HubError(f"{failure}; the cache holds only part of the files ({incomplete})")
+        raise failure
+    if incomplete is not None or settings.offline:
+        reason = "HF_HUB_OFFLINE is set" if settings.offline else f"{api.endpoint} cannot be reached"
+        held = "no snapshot" if incomplete is None else f"only part of the files ({incomplete})"
+        raise OfflineCacheMiss(
+            f"{repo_id}@{revision}: {reason} and {settings.cache_dir} holds {held} matching {', '.join(allow)}; "
+            "run the same command once online (without HF_HUB_OFFLINE) to fill the cache"
+        )
+    raise _not_found(api, repo_id, revision)

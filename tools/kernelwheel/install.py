@@ -57,8 +57,10 @@ if spec is not None and spec.origin is not None:
     torch, cuda = field("__version__"), field("cuda")
 sys.path.append(sys.argv[1])
 from packaging import tags
+import importlib.metadata
+installed = sorted({d.metadata["Name"] for d in importlib.metadata.distributions() if d.metadata["Name"]})
 print(json.dumps({"torch": torch, "cuda": cuda, "python": platform.python_version(),
-                  "tags": [str(t) for t in tags.sys_tags()]}))
+                  "tags": [str(t) for t in tags.sys_tags()], "installed": installed}))
 """
 
 
@@ -76,6 +78,7 @@ class Environment:
     torch: Version | None
     tags: frozenset[str]
     cuda: Version | None = None  # torch.version.cuda; None for a CPU-only torch (or no torch)
+    installed: frozenset[str] = frozenset()  # canonical names of the distributions already installed
 
     def describe(self) -> str:
         torch = f"torch {self.torch}" if self.torch is not None else "no torch"
@@ -95,7 +98,8 @@ class Environment:
             raise ToolError(f"cannot inspect the Python environment {python!r}: {exc}") from None
         torch = Version(facts["torch"]) if facts["torch"] else None
         cuda = Version(facts["cuda"]) if facts["cuda"] else None
-        return cls(python, Version(facts["python"]), torch, frozenset(facts["tags"]), cuda)
+        installed = frozenset(canonicalize_name(name) for name in facts["installed"])
+        return cls(python, Version(facts["python"]), torch, frozenset(facts["tags"]), cuda, installed)
 
 
 def _project_backend(project: str) -> tuple[str, Backend] | None:
@@ -114,6 +118,14 @@ def check_backend(index_url: str, project: str, target: Environment) -> None:
     if parsed is None or target.torch is None:
         return
     kernel, backend = parsed
+    # Every backend's wheel installs the same package folder: a second one would overwrite the first's files.
+    others = sorted(name for name in target.installed if name != canonicalize_name(project)
+                    and (name == kernel or (_project_backend(name) or ("", None))[0] == kernel))
+    if others:
+        raise NoCompatibleWheel(
+            canonicalize_name(project), redact(index_url), target.describe(),
+            [f"{', '.join(others)} is already installed, and every {kernel} build installs the same package folder"],
+            f"keep {others[0]}, or uninstall it first (pip uninstall {' '.join(others)}). Nothing was installed.")
     if backend.kind != "cuda" or backend.version is None:
         return
     if target.cuda is not None and cuda_compatible(backend.version, target.cuda):
