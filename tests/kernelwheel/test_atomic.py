@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tools.kernelwheel.atomic import atomic_path, replace_tree, write_atomic
+from tools.kernelwheel.atomic import (
+    atomic_path,
+    replace_tree,
+    stale_temporary_owner,
+    sweep_stale_temporaries,
+    temporary_directory,
+    write_atomic,
+)
 
 
 def test_atomic_path_renames_on_success_with_the_mode(tmp_path: Path) -> None:
@@ -64,3 +74,107 @@ def test_replace_tree_without_an_old_folder(tmp_path: Path) -> None:
     (staged / "new.html").write_text("new")
     replace_tree(staged, final, trash)
     assert os.listdir(final) == ["new.html"] and not staged.exists() and not trash.exists()
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    return child.pid
+
+
+def test_temporaries_carry_the_writer_pid_in_one_pattern(tmp_path: Path) -> None:
+    final = tmp_path / "img2gray_cpu-1-py3-none-any.whl"
+    with atomic_path(final) as tmp, temporary_directory(tmp_path, "wheel") as staging:
+        assert stale_temporary_owner(tmp.name) == os.getpid()
+        assert tmp.name.startswith(f".{final.name}.{os.getpid()}.") and tmp.name.endswith(".part")
+        assert stale_temporary_owner(staging.name) == os.getpid() and staging.is_dir()
+        (staging / "inner").write_bytes(b"x")
+        tmp.write_bytes(b"whole")
+    assert os.listdir(tmp_path) == [final.name]  # the staging folder is removed with its contents
+
+
+def test_sweep_removes_only_temporaries_of_dead_writers(tmp_path: Path) -> None:
+    dead, alive = _dead_pid(), os.getpid()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("keep")
+    out = tmp_path / "out"
+    out.mkdir()
+    stale_file = out / f".a-1-py3-none-any.whl.{dead}.abcd_123.part"
+    stale_file.write_bytes(b"half")
+    stale_meta = out / f".a-1-py3-none-any.whl.metadata.{dead}.zzzzzzzz.part"
+    stale_meta.write_bytes(b"half")
+    stale_dir = out / f".wheel.{dead}.k2j4h5g6.part"
+    (stale_dir / "sub").mkdir(parents=True)
+    (stale_dir / "sub" / "x.whl").write_bytes(b"half")
+    (stale_dir / "link").symlink_to(outside)  # removed as a link, never followed
+    kept = [
+        out / f".a-1-py3-none-any.whl.{alive}.abcdefgh.part",  # a live writer (this process)
+        out / "a-1-py3-none-any.whl",  # not a temporary
+        out / f"a.whl.{dead}.abcdefgh.part",  # no leading dot
+        out / f".a.whl.{dead}.abcdefg.part",  # 7 random characters: not mkstemp's
+        out / f".a.whl.{dead}.ABCDEFGH.part",  # upper case: not mkstemp's
+        out / f".a.whl.{dead}.abcdefgh.partial",
+        out / ".a.whl.abcdefgh.part",  # no pid: owner unknown
+    ]
+    for path in kept:
+        path.write_bytes(b"keep")
+    link = out / f".evil.{dead}.abcdefgh.part"
+    link.symlink_to(outside)  # a symlink with the pattern's name: not ours, left alone (and not followed)
+    nested = out / "sub"
+    nested.mkdir()
+    (nested / f".b.whl.{dead}.abcdefgh.part").write_bytes(b"below: not swept")
+
+    removed = sweep_stale_temporaries(out)
+
+    assert sorted(removed) == sorted([stale_file, stale_meta, stale_dir])
+    assert all(p.read_bytes() == b"keep" for p in kept)
+    assert link.is_symlink() and (outside / "victim.txt").read_text() == "keep"
+    assert (nested / f".b.whl.{dead}.abcdefgh.part").exists()
+    assert sweep_stale_temporaries(out) == []  # idempotent
+
+
+def test_sweep_of_a_missing_or_non_folder_path_removes_nothing(tmp_path: Path) -> None:
+    file = tmp_path / "file"
+    file.write_text("x")
+    assert sweep_stale_temporaries(tmp_path / "missing") == []
+    assert sweep_stale_temporaries(file) == [] and file.read_text() == "x"
+
+
+_WRITER = """
+import sys, time
+from pathlib import Path
+from tools.kernelwheel.atomic import atomic_path, sigterm_exits, temporary_directory
+out = Path(sys.argv[1])
+with sigterm_exits(), atomic_path(out / "w.whl") as tmp, temporary_directory(out, "wheel") as staging:
+    tmp.write_bytes(b"half")
+    (staging / "part").write_bytes(b"half")
+    print("writing", flush=True)
+    time.sleep(60)
+"""
+
+
+def _start_writer(out: Path) -> subprocess.Popen[bytes]:
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(out)], stdout=subprocess.PIPE,
+                              cwd=Path(__file__).resolve().parents[2])
+    assert writer.stdout is not None and writer.stdout.readline() == b"writing\n"
+    return writer
+
+
+def test_sigterm_during_a_write_removes_the_temporaries(tmp_path: Path) -> None:
+    writer = _start_writer(tmp_path)
+    assert len(os.listdir(tmp_path)) == 2  # the .part file and the staging folder, mid-write
+    writer.send_signal(signal.SIGTERM)
+    assert writer.wait(timeout=30) == 143
+    assert os.listdir(tmp_path) == []
+
+
+def test_sigkill_leftovers_are_swept_by_the_next_run(tmp_path: Path) -> None:
+    writer = _start_writer(tmp_path)
+    writer.kill()
+    writer.wait(timeout=30)
+    left = sorted(os.listdir(tmp_path))
+    assert len(left) == 2 and all(stale_temporary_owner(n) == writer.pid for n in left)
+    assert sorted(p.name for p in sweep_stale_temporaries(tmp_path)) == left
+    assert os.listdir(tmp_path) == []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from wheel.wheelfile import WheelError, WheelFile
 
-from tools.kernelwheel.atomic import atomic_path
+from tools.kernelwheel.atomic import atomic_path, temporary_directory
 from tools.kernelwheel.errors import InvalidWheel
 from tools.kernelwheel.naming import WheelName
 
@@ -128,9 +127,9 @@ def write_wheel(contents: WheelContents, out_dir: Path) -> Path:
     payload[f"{dist_info}/WHEEL"] = _wheel_file_bytes(name, contents.root_is_purelib)
 
     final = out_dir / name.filename
-    with atomic_path(final) as tmp, tempfile.TemporaryDirectory(dir=out_dir, prefix=".wheel-") as staging:
+    with atomic_path(final) as tmp, temporary_directory(out_dir, "wheel") as staging:
         # WheelFile checks the filename, so it writes under the real name inside a private folder first.
-        staged = Path(staging) / name.filename
+        staged = staging / name.filename
         with _ReproducibleWheelFile(staged, "w") as wheel:
             for path in sorted(payload, key=lambda p: (p.startswith(f"{dist_info}/"), p)):
                 wheel.writestr(_zipinfo(path), payload[path])
