@@ -1,21 +1,39 @@
-"""hub2wheel vs ``kernels to-wheel`` (kernels 0.11.3, the last release that had it) on the same repository.
+"""hub2wheel vs ``kernels to-wheel`` (kernels 0.11.3, the last release that had it) on the same olah-served repos.
 
-Both tools fetch the same olah-served repository (local git, flat layout, CUDA variants only, because
-``to-wheel`` aborts on any other family) through ``HF_ENDPOINT`` with an empty HF cache ("cold") and again with
-the cache filled ("warm"). Prints a Markdown table; ``--append`` adds it to benchmarks/RESULTS.md.
-Run: ``.venv/bin/python benchmarks/bench_hub2wheel.py [--variants 8] [--append]``.
+Each case is one git repository served by olah on 127.0.0.1 (flat layout, current kernels format with a
+``metadata.json`` digest, CUDA variants only because ``to-wheel`` aborts on any other family): every variant holds
+the test kernel's abi3 extension with a payload appended, different in every variant (as real variants differ, and
+so that neither git nor the HF cache can share one blob between them):
+
+* ``random-8MiB`` / ``random-64MiB``: that many random bytes (the worst case for deflate);
+* ``real``: a real, compressible CUDA shared object (torch's ``libtorch_cuda_linalg.so``, 44 MB, deflates to ~79 %)
+  as a second ``.so`` of the variant, with a 16-byte variant-unique tail.
+
+Phases, each run for both tools in turn (interleaved), every command a fresh process:
+
+* ``cold``: empty HF cache, empty output folder;
+* ``warm``: the cache filled by ``cold``, empty output folder;
+* ``offline``: ``HF_HUB_OFFLINE=1``, the same cache, empty output folder;
+* ``rerun``: online, the same cache, the ``warm`` output folder again (hub2wheel should rewrite nothing).
+
+Reported per command: wall seconds, max RSS (``os.wait4`` of that child), wheels and bytes written (files whose
+inode or mtime changed). Run: ``.venv/bin/python benchmarks/bench_hub2wheel.py [--cases random-8MiB,real]
+[--variants 10] [--repeats 1] [--jobs N] [--json results/hub2wheel.json]``; prints a Markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,71 +45,198 @@ from tests.helpers.venvs import helper_venv  # noqa: E402
 
 TORCH = ["torch29", "torch210", "torch211", "torch212", "torch213", "torch28", "torch27", "torch26"]
 CUDA = ["cu126", "cu128", "cu130"]
+REAL_SO = "libtorch_cuda_linalg.so"
+CASES = ("random-8MiB", "random-64MiB", "real")
+PHASES = ("cold", "warm", "offline", "rerun")
+TO_WHEEL = f"to-wheel {KERNELS_VERSION}"
+HUB2WHEEL = "hub2wheel"
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "PATH": "/usr/bin:/bin"}
 
 
-def variants(n: int) -> list[str]:
-    names = [f"{t}-cxx11-{c}-x86_64-linux" for t in TORCH for c in CUDA]
-    return names[:n]
+def variant_names(n: int) -> list[str]:
+    return [f"{t}-cxx11-{c}-x86_64-linux" for t in TORCH for c in CUDA][:n]
 
 
-def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, str]:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
-    return time.perf_counter() - start, proc.returncode, proc.stderr[-2000:]
+def real_so() -> Path:
+    import torch  # only for the path of its lib/ folder; the benchmark never runs torch
+
+    return Path(torch.__file__).parent / "lib" / REAL_SO
+
+
+def _git(repo: Path, *args: str) -> None:
+    # Loose objects stored without zlib: committing ~1 GB of random bytes would otherwise take a minute.
+    subprocess.run(["git", "-c", "core.compression=0", "-c", "core.looseCompression=0", "-C", str(repo), *args],
+                   check=True, env=GIT_ENV, capture_output=True)
+
+
+def make_repo(mirrors: Path, case: str, n: int, so_cache: Path) -> tuple[str, int]:
+    """``testorg/<case>`` at tag v0.1.0; returns the repo id and the bytes of its build/ tree."""
+    repo = mirrors / "models" / "testorg" / case
+    repo.mkdir(parents=True)
+    rng = random.Random(case)  # the same bytes every run of the benchmark
+    size = 0
+    for name in variant_names(n):
+        vdir = kernel_repos.flat_variant(repo / "build", name, so_cache, name="img2gray")
+        if case.startswith("random-"):
+            ext = next(vdir.glob("*.abi3.so"))
+            with ext.open("ab") as fh:
+                fh.write(rng.randbytes(int(case.split("-")[1].removesuffix("MiB")) << 20))
+        else:
+            shutil.copyfile(real_so(), vdir / REAL_SO)
+            with (vdir / REAL_SO).open("ab") as fh:
+                fh.write(rng.randbytes(16))
+        meta = json.loads((vdir / "metadata.json").read_text())
+        (vdir / "metadata.json").unlink()
+        meta["digest"] = kernel_repos.kernel_builder_digest(vdir)
+        (vdir / "metadata.json").write_text(json.dumps(meta, indent=2))
+        size += sum(p.stat().st_size for p in vdir.iterdir())
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", case)
+    _git(repo, "tag", "v0.1.0")
+    return f"testorg/{case}", size
+
+
+@dataclass
+class Row:
+    case: str
+    tool: str
+    phase: str
+    repeat: int
+    seconds: float
+    max_rss_mb: float
+    exit: int
+    wheels: int
+    rewritten: int
+    bytes_written: int
+
+
+def _snapshot(out: Path) -> dict[str, tuple[int, int, int]]:
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.stat().st_size) for p in out.glob("*.whl")}
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, str]:
+    """Wall seconds, max RSS (MB) of this one child, exit code, stderr tail."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        tail = err.read()[-1500:].decode(errors="replace")
+    return seconds, usage.ru_maxrss / 1024, proc.returncode, tail
+
+
+def run_case(case: str, repo_id: str, endpoint: str, tmp: Path, kernels: Path, repeats: int,
+             jobs: int | None) -> list[Row]:
+    rows: list[Row] = []
+    commands = {
+        TO_WHEEL: [str(kernels / "bin" / "kernels"), "to-wheel", repo_id, "0.1.0"],
+        HUB2WHEEL: [sys.executable, "-m", "tools.hub2wheel", repo_id, "--revision", "v0.1.0", "--trust-remote-code",
+                    "--out", "{out}", *(["--jobs", str(jobs)] if jobs else [])],
+    }
+    for repeat in range(repeats):
+        homes = {tool: tmp / f"hf-{case}-{repeat}-{i}" for i, tool in enumerate(commands)}
+        warm_out: dict[str, Path] = {}
+        for phase in PHASES:
+            for tool, cmd in commands.items():
+                out = warm_out[tool] if phase == "rerun" else tmp / f"out-{case}-{repeat}-{tool}-{phase}"
+                out.mkdir(exist_ok=True)
+                if phase == "warm":
+                    warm_out[tool] = out
+                env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(homes[tool]),
+                       "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONPATH": str(ROOT)}
+                env.pop("HF_HUB_CACHE", None)
+                if phase == "offline":
+                    env["HF_HUB_OFFLINE"] = "1"
+                before = _snapshot(out)
+                seconds, rss, rc, err = timed([c.replace("{out}", str(out)) for c in cmd], env,
+                                              out if tool == TO_WHEEL else ROOT)
+                after = _snapshot(out)
+                changed = [n for n, facts in after.items() if before.get(n) != facts]
+                rows.append(Row(case, tool, phase, repeat, seconds, rss, rc, len(after), len(changed),
+                                sum(after[n][2] for n in changed)))
+                print(f"{case} {tool} {phase} #{repeat}: {seconds:.2f} s, {rss:.0f} MB, exit {rc}, "
+                      f"{len(changed)}/{len(after)} wheels written", file=sys.stderr)
+                if rc != 0:
+                    print(err, file=sys.stderr)
+        for home in homes.values():
+            shutil.rmtree(home, ignore_errors=True)
+        for out in tmp.glob(f"out-{case}-{repeat}-*"):
+            shutil.rmtree(out, ignore_errors=True)
+    return rows
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def table(rows: list[Row], sizes: dict[str, int]) -> str:
+    lines = ["| case | phase | to-wheel s | hub2wheel s | ratio | to-wheel max RSS | hub2wheel max RSS | "
+             "to-wheel written | hub2wheel written |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for case in dict.fromkeys(r.case for r in rows):
+        for phase in PHASES:
+            picked = {tool: [r for r in rows if r.case == case and r.phase == phase and r.tool == tool]
+                      for tool in (TO_WHEEL, HUB2WHEEL)}
+            if not all(picked.values()):
+                continue
+            secs = {t: _median([r.seconds for r in rs]) for t, rs in picked.items()}
+            rss = {t: max(r.max_rss_mb for r in rs) for t, rs in picked.items()}
+            written = {t: f"{rs[-1].rewritten}/{rs[-1].wheels} wheels, {rs[-1].bytes_written / 2**20:.0f} MiB"
+                       + ("" if all(r.exit == 0 for r in rs) else f", exit {rs[-1].exit}") for t, rs in picked.items()}
+            lines.append(f"| {case} ({sizes[case] / 2**20:.0f} MiB) | {phase} | {secs[TO_WHEEL]:.2f} | "
+                         f"{secs[HUB2WHEEL]:.2f} | {secs[HUB2WHEEL] / secs[TO_WHEEL]:.2f} | {rss[TO_WHEEL]:.0f} MB | "
+                         f"{rss[HUB2WHEEL]:.0f} MB | {written[TO_WHEEL]} | {written[HUB2WHEEL]} |")
+    return "\n".join(lines)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants", type=int, default=8)
-    parser.add_argument("--append", action="store_true", help="append the table to benchmarks/RESULTS.md")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    parser.add_argument("--variants", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--jobs", type=int, help="hub2wheel --jobs (default: its own default)")
+    parser.add_argument("--json", type=Path, help="also write every row as JSON here")
     args = parser.parse_args(argv)
+    cases = [c for c in args.cases.split(",") if c]
+    unknown = set(cases) - set(CASES)
+    if unknown:
+        parser.error(f"unknown cases {sorted(unknown)}; known: {', '.join(CASES)}")
     kernels = helper_venv(".venv-kernels", f"kernels=={KERNELS_VERSION}", "wheel")
+    rows: list[Row] = []
+    sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        repo = tmp / "mirrors" / "models" / "testorg" / "img2gray"
-        repo.mkdir(parents=True)
-        for name in variants(args.variants):
-            kernel_repos.flat_variant(repo / "build", name, tmp / "so")
-        kernel_repos.git_commit_all(repo, "build")
-        kernel_repos.git(repo, "tag", "v0.1.0")
-        rows = []
+        repos = {}
+        for case in cases:
+            repos[case], sizes[case] = make_repo(tmp / "mirrors", case, args.variants, tmp / "so")
         with olah_server(tmp / "mirrors", tmp) as endpoint:
-            tools = {
-                f"kernels {KERNELS_VERSION} to-wheel": [str(kernels / "bin" / "kernels"), "to-wheel", "testorg/img2gray",
-                                                        "0.1.0"],
-                "hub2wheel": [sys.executable, "-m", "tools.hub2wheel", "testorg/img2gray", "--revision", "v0.1.0",
-                              "--out", "{out}"],
-            }
-            for label, cmd in tools.items():
-                hf_home = tmp / f"hf-{len(rows)}"
-                for phase in ("cold", "warm"):
-                    out = tmp / f"out-{len(rows)}-{phase}"
-                    out.mkdir()
-                    env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(hf_home), "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-                           "PYTHONPATH": str(ROOT)}
-                    seconds, rc, err = timed([c.replace("{out}", str(out)) for c in cmd], env, out if "kernels" in label else ROOT)
-                    wheels = sorted(p.name for p in out.glob("*.whl"))
-                    rows.append((label, phase, seconds, rc, len(wheels), wheels[0] if wheels else "-"))
-                    if rc != 0:
-                        print(f"{label} ({phase}) exited {rc}: {err}", file=sys.stderr)
-                shutil.rmtree(hf_home, ignore_errors=True)
-    lines = [
-        f"{args.variants} flat CUDA variants (tiny abi3 .so each), served by olah on 127.0.0.1; "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
-        "",
-        "| tool | HF cache | seconds | exit | wheels | first wheel |",
-        "|---|---|---:|---:|---:|---|",
-        *(f"| {t} | {p} | {s:.2f} | {rc} | {n} | `{w}` |" for t, p, s, rc, n, w in rows),
-    ]
-    text = "\n".join(lines)
+            for case in cases:
+                rows += run_case(case, repos[case], endpoint, tmp, kernels, args.repeats, args.jobs)
+    header = (f"{args.variants} flat CUDA variants per case, served by olah on 127.0.0.1; {cpu_model()}, "
+              f"{os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}; "
+              f"median of {args.repeats} interleaved run(s); ratio = hub2wheel / to-wheel.")
+    text = header + "\n\n" + table(rows, sizes)
     print(text)
-    if args.append:
-        results = ROOT / "benchmarks" / "RESULTS.md"
-        existing = results.read_text() if results.exists() else "# Benchmark results\n"
-        heading = "## hub2wheel vs kernels to-wheel"
-        if heading not in existing:
-            existing = existing.rstrip("\n") + f"\n\n{heading}\n"
-        results.write_text(existing.rstrip("\n") + "\n\n" + text + "\n")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"header": header, "sizes": sizes, "rows": [asdict(r) for r in rows]},
+                                        indent=1) + "\n")
     return 0
 
 

@@ -155,7 +155,7 @@ def test_round_trip_source_hub_wheel_pip_op(variants_build: Path, tmp_path: Path
     env.pop("HF_TOKEN", None)
     with olah_server(tmp_path / "mirrors", tmp_path) as endpoint:
         convert = subprocess.run(
-            [sys.executable, "-m", "tools.hub2wheel", "testorg/img2gray", "--version", ">=0.1,<0.2",
+            [sys.executable, "-m", "tools.hub2wheel", "testorg/img2gray", "--version", ">=0.1,<0.2", "--trust-remote-code",
              "--out", str(wheelhouse)],
             cwd=REPO_ROOT, capture_output=True, text=True, env={**env, "HF_ENDPOINT": endpoint})
     assert convert.returncode == 0, convert.stderr[-3000:]

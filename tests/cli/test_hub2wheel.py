@@ -30,6 +30,10 @@ RUN_OP = (
 )
 
 
+# olah serves no organisation overviews, so no publisher is trusted there: Hub runs opt in, as kernels users do.
+TRUST = ["--trust-remote-code"]
+
+
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
     rc = main(argv)
     out, err = capsys.readouterr()
@@ -150,27 +154,27 @@ def test_one_bad_variant_does_not_abort(flat_repo: Path, bad_repo: Path, tmp_pat
 
 
 def test_hub_version(hf_env: Path, hub_repos: HubRepos, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = _run(["testorg/img2gray", "--version", "1", "--variant", "torch21*-cpu-*", "--out", str(tmp_path)],
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--version", "1", "--variant", "torch21*-cpu-*", "--out", str(tmp_path)],
                         capsys)
     assert rc == 0, err
     assert f"tag v1.1.0 at {hub_repos.commits['v1.1.0']}" in err  # the resolved commit is printed
     assert _names(out) == {"img2gray_cpu-1.1.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
                            "img2gray_cpu-1.1.0+torch2.12-cp39-abi3-manylinux_2_17_x86_64.whl"}
-    rc, out, err = _run(["testorg/img2gray-nested", "--revision", "v0.1.0", "--out", str(tmp_path / "n")], capsys)
+    rc, out, err = _run([*TRUST, "testorg/img2gray-nested", "--revision", "v0.1.0", "--out", str(tmp_path / "n")], capsys)
     assert rc == 0, err
     assert "img2gray_cu128-0.1.0+torch2.9-cp39-abi3-manylinux_2_17_x86_64.whl" in _names(out)
 
 
 def test_hub_errors(hf_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                     monkeypatch: pytest.MonkeyPatch) -> None:
-    rc, _, err = _run(["testorg/nope", "--version", "1", "--out", str(tmp_path)], capsys)
+    rc, _, err = _run([*TRUST, "testorg/nope", "--version", "1", "--out", str(tmp_path)], capsys)
     assert rc == 1 and err.startswith("error: testorg/nope: no such kernel or model repository")
-    rc, _, err = _run(["testorg/img2gray", "--revision", "v9", "--out", str(tmp_path)], capsys)
+    rc, _, err = _run([*TRUST, "testorg/img2gray", "--revision", "v9", "--out", str(tmp_path)], capsys)
     assert rc == 1 and "no branch, tag or commit 'v9'" in err
-    rc, _, err = _run(["testorg/img2gray", "--version", ">=5", "--out", str(tmp_path)], capsys)
+    rc, _, err = _run([*TRUST, "testorg/img2gray", "--version", ">=5", "--out", str(tmp_path)], capsys)
     assert rc == 1 and "no version tag or branch matches '>=5'" in err
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    rc, _, err = _run(["testorg/img2gray", "--revision", "v1", "--out", str(tmp_path)], capsys)
+    rc, _, err = _run([*TRUST, "testorg/img2gray", "--revision", "v1", "--out", str(tmp_path)], capsys)
     assert rc == 1 and "HF_HUB_OFFLINE is set" in err
     assert not list(tmp_path.glob("*.whl"))
 
@@ -185,7 +189,7 @@ def test_lock(hf_env: Path, hub_repos: HubRepos, tmp_path: Path, capsys: pytest.
     lock = KernelLock("testorg/img2gray", sha, {v: VariantLock(variant_hash(checkout / "build" / v)) for v in locked})
     lock_path = tmp_path / "kernels.lock"
     lock_path.write_text(dump_lockfile([lock]))
-    rc, out, err = _run(["--lock", str(lock_path), "--out", str(tmp_path / "wh")], capsys)
+    rc, out, err = _run([*TRUST, "--lock", str(lock_path), "--out", str(tmp_path / "wh")], capsys)
     assert rc == 0, err
     assert f"locked commit {sha}" in err
     assert _names(out) == {"img2gray-1.0.0-py3-none-any.whl",  # version from the tag at the locked commit
@@ -193,7 +197,7 @@ def test_lock(hf_env: Path, hub_repos: HubRepos, tmp_path: Path, capsys: pytest.
     # a wrong hash: that variant is refused, the other still converts
     bad = KernelLock(lock.repo_id, sha, {**lock.variants, CPU_VARIANT: VariantLock("sha256-" + "0" * 64)})
     lock_path.write_text(dump_lockfile([bad]))
-    rc, out, err = _run(["--lock", str(lock_path), "--out", str(tmp_path / "wh2")], capsys)
+    rc, out, err = _run([*TRUST, "--lock", str(lock_path), "--out", str(tmp_path / "wh2")], capsys)
     assert rc == 0 and _names(out) == {"img2gray-1.0.0-py3-none-any.whl"}
     assert f"skipped {CPU_VARIANT}: testorg/img2gray@{sha[:12]} build/{CPU_VARIANT}: kernels.lock hash" in err
 
@@ -247,3 +251,16 @@ def test_real_extension_installs_and_runs(real_extension_repo: Path, tmp_path: P
                          capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONNOUSERSITE": "1"})
     assert run.returncode == 0, run.stderr
     assert str(venv) in run.stdout  # ours, not a copy installed in .venv
+
+
+def test_untrusted_publisher_refused_before_download(hf_env: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(["testorg/img2gray", "--version", "1", "--out", str(tmp_path / "wh")], capsys)
+    assert rc == 1 and not out
+    assert err.startswith("error: testorg/img2gray: cannot check whether 'testorg' is a trusted kernel publisher")
+    assert "--trust-repo testorg/img2gray" in err
+    assert not list(hf_env.rglob("*.so")) and not (tmp_path / "wh").exists()  # nothing fetched, nothing written
+    rc, out, err = _run(["testorg/img2gray", "--version", "1", "--variant", "torch-cpu", "--trust-repo",
+                         "testorg/img2gray", "--out", str(tmp_path / "wh")], capsys)
+    assert rc == 0, err
+    assert _names(out) == {"img2gray-1.1.0-py3-none-any.whl"}

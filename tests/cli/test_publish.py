@@ -111,7 +111,7 @@ def test_round_trip_source_hub_wheel_pip(tmp_path: Path, so_cache: Path, monkeyp
             "2 variants")
 
         convert = subprocess.run(
-            [sys.executable, "-m", "tools.hub2wheel", "testorg/img2gray", "--version", ">=0.1,<0.2",
+            [sys.executable, "-m", "tools.hub2wheel", "testorg/img2gray", "--version", ">=0.1,<0.2", "--trust-remote-code",
              "--out", str(wheelhouse)],
             check=False, cwd=REPO_ROOT, capture_output=True, text=True, env=env,
         )

@@ -14,11 +14,13 @@ from packaging.version import InvalidVersion, Version
 from rich.console import Console
 
 from tools.kernelwheel import hub
-from tools.kernelwheel.console import make_console, print_error, print_skipped
+from tools.kernelwheel.console import make_console, print_error, print_skipped, print_warning
 from tools.kernelwheel.convert import Options, Report, Source, convert
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.selection import VariantFilter
+from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments
 from tools.kernelwheel.sources import hub_source, local_source, lock_sources
+from tools.kernelwheel.trust import TrustPolicy
 
 EPILOG = """\
 examples:
@@ -28,6 +30,11 @@ examples:
   HF_ENDPOINT=https://hub.internal python -m tools.hub2wheel org/img2gray --revision 3f2a9c1 --variant '*-cu130-*'
   # everything a kernels.lock pins, hashes verified
   python -m tools.hub2wheel --lock kernels.lock --out /srv/wheels
+  # a kernel whose publisher the Hub does not list as trusted (kernels' trust_remote_code allow-list)
+  python -m tools.hub2wheel my-org/my-kernel --trust-repo my-org/my-kernel
+  # signatures checked against a private Sigstore and the org's own build workflow
+  python -m tools.hub2wheel my-org/my-kernel --require-signature --sigstore-trusted-root trusted_root.json \\
+      --signer-workflow https://github.com/my-org/kernels/.github/workflows/build.yaml@refs/heads/main
   # a local checkout holding build/
   python -m tools.hub2wheel ./img2gray --kernel-version 0.1.0
 then: pip install --find-links wheelhouse img2gray-cu130
@@ -51,23 +58,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("wheelhouse"), help="output directory (default: wheelhouse)")
     parser.add_argument("--dist-name", help="distribution base name (default: the kernel's name)")
     parser.add_argument("--kernel-version", help="kernel version when neither the ref nor metadata.json gives one")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="convert Hub repositories whose publisher is not a trusted kernel publisher "
+                             "(kernels' trust_remote_code; default: refused with the reason)")
+    parser.add_argument("--trust-repo", action="append", default=[], metavar="ORG/NAME",
+                        help="trust this one Hub repository (repeatable; kernels' trust_remote_code allow-list)")
     parser.add_argument("--allow-unknown-deps", action="store_true",
                         help="pass python-depends names kernels does not know through as pip requirements "
                              "(default: such a variant is skipped with the reason)")
+    parser.add_argument("--require-signature", action="store_true",
+                        help="skip variants without metadata.json.sigstore (default: converted with a warning); "
+                             "a signature that does not verify always skips the variant")
+    add_trust_arguments(parser)
     return parser
 
 
 def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> Iterable[Source]:
     settings = hub.HubSettings.from_env()
+    trust = TrustPolicy(trust_all=args.trust_remote_code, repo_ids=frozenset(args.trust_repo))
     if args.lock:
-        return lock_sources(settings, Path(args.lock), repo_id=args.source, console=console)
+        return lock_sources(settings, Path(args.lock), repo_id=args.source, trust=trust, console=console)
     local = Path(args.source)
     if local.is_dir() or args.source.startswith((".", "/")):
         if args.revision or args.version:
             parser.error("--revision/--version apply to Hub repositories, not to a local directory")
         return [local_source(local)]
     return [hub_source(settings, args.source, revision=args.revision, version_spec=args.version,
-                       variant_globs=args.variant, console=console)]
+                       variant_globs=args.variant, trust=trust, console=console)]
 
 
 def _print_report(report: Report, console: Console) -> None:
@@ -87,9 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidVersion:
         parser.error(f"--kernel-version {args.kernel_version!r} is not a PEP 440 version")
     options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
-                      variants=VariantFilter(patterns=tuple(args.variant)), allow_unknown_deps=args.allow_unknown_deps)
+                      variants=VariantFilter(patterns=tuple(args.variant)), allow_unknown_deps=args.allow_unknown_deps,
+                      signatures=SignatureOptions(
+                          trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
+                          require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
     total = Report()
     try:
+        options.signatures.validate()
         for source in _sources(args, parser, console):
             report = convert(source, options, console)
             total.converted.extend(report.converted)

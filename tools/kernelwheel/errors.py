@@ -36,6 +36,18 @@ class DigestMismatch(ToolError, ValueError):
     """A file whose content does not match the digest that ``metadata.json`` or ``kernels.lock`` records."""
 
 
+class SignatureInvalid(InvalidVariant):
+    """A ``metadata.json.sigstore`` that does not verify: unreadable bundle, wrong signer, or not over metadata.json."""
+
+
+class SignatureMissing(InvalidVariant):
+    """A variant (or installed wheel) without ``metadata.json.sigstore`` where a signature is required."""
+
+
+class InvalidTrustSettings(ToolError, ValueError):
+    """A ``--sigstore-trusted-root`` file or ``--signer-workflow`` URI that cannot be used, or no Sigstore root."""
+
+
 class InvalidLockfile(ToolError, ValueError):
     """A ``kernels.lock`` that is not a JSON list of ``{repo_id, sha, variants}`` entries."""
 
@@ -54,6 +66,24 @@ class RevisionNotFound(HubError):
 
 class OfflineCacheMiss(HubError):
     """``HF_HUB_OFFLINE`` is set and the local cache does not hold what was asked for."""
+
+
+class UntrustedPublisher(HubError):
+    """A Hub repository whose publisher kernels does not trust, and the user did not opt in."""
+
+
+class KernelDependencyError(ToolError, ValueError):
+    """A ``kernel-depends`` entry that cannot be converted: missing, cyclic, or malformed."""
+
+
+class InvalidIndexState(ToolError, ValueError):
+    """``simple/.index-state.json`` that is not what ``tools.cli.index`` writes (wrong shape, a page path outside the
+    index); the run changes nothing, and removing the file rebuilds the index from the wheels."""
+
+
+class IndexWriteFailed(ToolError, OSError):
+    """A file of the index that could not be written or removed (disk full, read-only, a path leading outside the
+    index folder); what was already in place stays as it was."""
 
 
 class IndexUnreachable(ToolError):

@@ -1,6 +1,7 @@
 """Where a ``build/`` tree to convert comes from: a local folder, a Hub revision or version, or a ``kernels.lock``.
 
-Each function yields ``convert.Source`` values; downloading (``hub``) shows one progress bar per repository.
+Each function yields ``convert.Source`` values; downloading (``hub``) shows one progress bar per repository. Hub
+repositories pass kernels' trusted-publisher gate (``trust``) before any file is fetched; local folders are not gated.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from packaging.version import Version
 from rich.console import Console
 
 from tools.kernelwheel import hub, lockfile
-from tools.kernelwheel.console import print_step, progress_bar
+from tools.kernelwheel.console import print_step, print_warning, progress_bar
 from tools.kernelwheel.convert import Source
 from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.trust import TrustPolicy, check_publisher
 
 
 def local_source(folder: Path) -> Source:
@@ -22,6 +24,12 @@ def local_source(folder: Path) -> Source:
     if not folder.is_dir():
         raise ToolError(f"{folder}: no such directory (expected a folder holding build/<variant>/)")
     return Source(build_dir=folder / "build", label=str(folder), kernel_name=folder.resolve().name)
+
+
+def _check_trust(settings: hub.HubSettings, repo_id: str, trust: TrustPolicy, console: Console) -> None:
+    warning = check_publisher(settings.api(), repo_id, trust, offline=settings.offline)
+    if warning is not None:
+        print_warning(console, warning)
 
 
 def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
@@ -42,9 +50,11 @@ def hub_source(
     revision: str | None = None,
     version_spec: str | None = None,
     variant_globs: Sequence[str] = (),
+    trust: TrustPolicy,
     console: Console,
 ) -> Source:
     """``repo_id`` at ``revision`` (default ``main``) or at the newest ``v<version>`` ref matching ``version_spec``."""
+    _check_trust(settings, repo_id, trust, console)
     patterns = [f"build/{glob}/*" for glob in variant_globs] or ["build/*"]
     revision = revision or "main"
     version = hub.version_of_ref(revision)
@@ -58,7 +68,7 @@ def hub_source(
 
 
 def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | None = None,
-                 console: Console) -> Iterator[Source]:
+                 trust: TrustPolicy, console: Console) -> Iterator[Source]:
     """Every kernel a ``kernels.lock`` pins (only ``repo_id``'s when given), at its locked commit; an old-format lock
     also limits the run to its variants and checks their hashes."""
     locks = lockfile.load_lockfile(lock_path)
@@ -66,6 +76,8 @@ def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | N
         locks = [lock for lock in locks if lock.repo_id == repo_id]
         if not locks:
             raise ToolError(f"{lock_path}: has no entry for {repo_id}")
+    for lock in locks:
+        _check_trust(settings, lock.repo_id, trust, console)  # before any download of any locked kernel
     for lock in locks:
         locked_version: Version | None = None
         try:
