@@ -33,3 +33,15 @@ def test_select_patterns() -> None:
                                               "torch-stable-abi211-cu130-x86_64-linux",
                                               "tvm-ffi213-cu130-x86_64-linux"}
     assert any("not matched by --variant" in r.reason for r in sel.rejected)
+
+
+def test_unparseable_names_are_invalid_rejections_and_printable() -> None:
+    fullwidth = "torch２１３-cxx11-cpu-x86_64-linux"
+    undecodable = "torch213-cxx11-cpu-x86_64-\udcfflinux"  # os.listdir's spelling of invalid UTF-8
+    sel = select_variants([fullwidth, undecodable, "torch213-cxx11-cpu-x86_64-linux", "torch213-metal-aarch64-darwin"])
+    assert [str(v) for v in sel.accepted] == ["torch213-cxx11-cpu-x86_64-linux"]
+    rejected = {r.name: r for r in sel.rejected}
+    assert rejected[fullwidth].invalid and "ASCII" in rejected[fullwidth].reason
+    shown = ascii(undecodable)
+    assert rejected[shown].invalid and shown.encode("utf-8")
+    assert not rejected["torch213-metal-aarch64-darwin"].invalid  # only not for this run

@@ -67,3 +67,28 @@ def test_rejections_are_precise(name: str, reason: str) -> None:
     with pytest.raises(InvalidVariantName, match=reason) as info:
         Variant.parse(name)
     assert name in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "torch２１３-cxx11-cpu-x86_64-linux",  # fullwidth digits (issue J: InvalidVersion traceback)
+        "torch2١٣-cxx11-cpu-x86_64-linux",  # Arabic-Indic digits
+        "torch213-cxx11-cu１３０-x86_64-linux",  # in the backend
+        "torch-stable-abi２１０-cu130-x86_64-linux",
+        "torch213-cxx11-cpu-x86_64-linux\n",
+        "torch213-cxx11-cpu-x86_64-lin\udcffux",  # a folder name with invalid UTF-8 (surrogateescape)
+        "torch-cpü",
+    ],
+)
+def test_non_ascii_or_unprintable_names_are_refused_in_one_line(name: str) -> None:
+    with pytest.raises(InvalidVariantName) as info:
+        Variant.parse(name)
+    message = str(info.value)
+    assert "variant names are ASCII" in message and "\n" not in message
+    message.encode("utf-8")  # printable: no lone surrogate reaches the console
+
+
+def test_backend_parse_is_ascii_only() -> None:
+    with pytest.raises(InvalidVariantName, match="ASCII"):
+        Backend.parse("cu１３０")

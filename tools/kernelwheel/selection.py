@@ -1,7 +1,9 @@
 """Which of a kernel's build variants become wheels in this run, with a reason for every one that does not.
 
 ``select_variants`` is pure: it takes variant names and a ``VariantFilter`` and returns what is accepted and, for
-every other name, why not. Two directories that would give the same wheel are resolved here too.
+every other name, why not. Two directories that would give the same wheel are resolved here too. A rejection is
+either "not for this run" (another OS, a ``--variant`` filter, a duplicate) or ``invalid``: a name that is no
+variant at all, which the command counts as a failure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from tools.kernelwheel.errors import InvalidVariantName
-from tools.kernelwheel.variants import CPUS, CxxAbi, Noarch, Torch, Variant
+from tools.kernelwheel.variants import CPUS, CxxAbi, Noarch, Torch, Variant, display_name
 
 # Which noarch directory feeds the single noarch wheel when several exist (their Python files are identical).
 _NOARCH_PREFERENCE = ("cuda", "rocm", "xpu", "cpu", "metal", "npu", "neuron", "tpu", "universal")
@@ -34,6 +36,7 @@ class VariantRejected:
 
     name: str
     reason: str
+    invalid: bool = False  # the name does not parse: bad input, not merely outside this run
 
     def __str__(self) -> str:
         return f"{self.name}: {self.reason}"
@@ -66,12 +69,13 @@ def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter(
     candidates: list[Variant] = []
     for name in sorted(set(names)):
         if target.patterns and not any(fnmatch.fnmatchcase(name, p) for p in target.patterns):
-            selection.rejected.append(VariantRejected(name, f"not matched by --variant {' '.join(target.patterns)}"))
+            unmatched = f"not matched by --variant {' '.join(target.patterns)}"
+            selection.rejected.append(VariantRejected(display_name(name), unmatched))
             continue
         try:
             variant = Variant.parse(name)
         except InvalidVariantName as exc:
-            selection.rejected.append(VariantRejected(name, str(exc)))
+            selection.rejected.append(VariantRejected(display_name(name), str(exc), invalid=True))
             continue
         reason = _unsupported(variant, target)
         if reason:

@@ -8,7 +8,8 @@ Grammar (kernel-builder / ``kernels`` HEAD ``variants.py``), one frozen dataclas
 * ``tvm-ffi<M><m>-<backend>-<cpu>-<os>``: tvm-ffi kernels (parsed, never converted).
 * ``torch-<backend>``: noarch (pure Python, picks its backend at run time); legacy ``torch-universal``.
 
-``Variant.parse`` raises ``InvalidVariantName`` with the exact reason; ``str(variant)`` gives the name back.
+``Variant.parse`` raises ``InvalidVariantName`` with the exact reason; ``str(variant)`` gives the name back. Names
+are ASCII: a regex digit class and ``int()`` would otherwise read fullwidth digits (``torch２１３``) as numbers.
 Which variants become wheels is decided in ``selection``.
 """
 
@@ -33,6 +34,22 @@ _CXX_ABIS: dict[str, CxxAbi] = {"cxx11": "cxx11", "cxx98": "cxx98"}
 NOARCH_BACKENDS: frozenset[str] = frozenset({"cpu", "cuda", "rocm", "xpu", "metal", "neuron", "tpu", "npu"})
 
 
+def display_name(name: str) -> str:
+    """``name`` as it can be shown on one line: itself when printable (and encodable: a folder name with invalid
+    UTF-8 arrives as lone surrogates), else its ``ascii()`` escape."""
+    if name.isprintable() and not any("\ud800" <= c <= "\udfff" for c in name):
+        return name
+    return ascii(name)
+
+
+def _check_ascii(name: str, what: str) -> None:
+    if not name.isascii() or not name.isprintable():
+        odd = next(c for c in name if not c.isascii() or not c.isprintable())
+        raise InvalidVariantName(
+            f"{what} {name!r} holds {odd!r} (U+{ord(odd):04X}): variant names are ASCII letters, digits, '-' and '_'"
+        )
+
+
 def _torch_version(digits: str, name: str) -> Version:
     """``"210"`` → 2.10, ``"29"`` → 2.9: one major digit, then the minor (the kernels convention)."""
     if len(digits) < 2:
@@ -55,14 +72,15 @@ class Backend:
     version: Version | None = None
 
     _PATTERNS: ClassVar[tuple[tuple[BackendKind, re.Pattern[str]], ...]] = (
-        ("cuda", re.compile(r"^cu(\d+)(\d)$")),
-        ("rocm", re.compile(r"^rocm(\d+)(\d)$")),
-        ("xpu", re.compile(r"^xpu(\d{4})(\d+)$")),
-        ("cann", re.compile(r"^cann(\d+)(\d)$")),
+        ("cuda", re.compile(r"^cu([0-9]+)([0-9])$")),
+        ("rocm", re.compile(r"^rocm([0-9]+)([0-9])$")),
+        ("xpu", re.compile(r"^xpu([0-9]{4})([0-9]+)$")),
+        ("cann", re.compile(r"^cann([0-9]+)([0-9])$")),
     )
 
     @classmethod
     def parse(cls, s: str) -> Backend:
+        _check_ascii(s, "backend")
         if s in _UNVERSIONED:
             return cls(_UNVERSIONED[s])
         for kind, pattern in cls._PATTERNS:
@@ -151,13 +169,14 @@ class Variant:
     arch: Arch | None = None
 
     _ARCH: ClassVar[re.Pattern[str]] = re.compile(
-        r"^(?P<fw>torch-stable-abi(?P<sv>\d+)|tvm-ffi(?P<tv>\d+)|torch(?P<v>\d+)(?:-(?P<abi>cxx\d+))?)"
+        r"^(?P<fw>torch-stable-abi(?P<sv>[0-9]+)|tvm-ffi(?P<tv>[0-9]+)|torch(?P<v>[0-9]+)(?:-(?P<abi>cxx[0-9]+))?)"
         r"-(?P<rest>.+)$"
     )
 
     @classmethod
     def parse(cls, name: str) -> Variant:
         """Parse a variant directory name; ``InvalidVariantName`` says precisely what is wrong."""
+        _check_ascii(name, "variant")
         if name == "torch-universal":
             return cls(Noarch("universal"))
         noarch = re.fullmatch(r"torch-([a-z]+)", name)
