@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from tools.kernelwheel.errors import InvalidVariant
-from tools.kernelwheel.layout import check_relpath, collect_files, find_package, read_metadata
+from tools.kernelwheel.layout import (
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    check_relpath,
+    collect_files,
+    find_package,
+    read_metadata,
+)
 
 
 @pytest.mark.parametrize("rel", ["__init__.py", "img2gray/_ops.py", "a.b/c..d", "lib/x.abi3.so"])
@@ -27,14 +34,21 @@ def test_check_relpath_accepts_plain_relative_names(rel: str) -> None:
         ("a/../../b", "path traversal"),
         ("pkg/..", "path traversal"),
         ("pkg/", "path traversal"),
-        ("a\\b.py", "backslash or control character"),
-        ("a\nb.py", "backslash or control character"),
+        ("a\\b.py", "has a backslash"),
+        ("a\nb.py", "holds a control character ('\\n', U+000A), which a wheel's RECORD cannot hold"),
+        ("a\u2028b.py", "holds a line separator ('\\u2028', U+2028)"),  # issue J: installer 1.1.0 rejected RECORD
+        ("a\u2029b.py", "a paragraph separator"),
+        ("a\x85b.py", "a control character"),  # NEL: str.splitlines breaks there too
+        ("a\x1cb.py", "a control character"),
+        ("a\x7fb.py", "a control character"),
+        ("pkg/a\udcffb.py", "holds bytes that are not UTF-8 ('\\udcff', U+DCFF)"),  # os.walk's spelling of b"\xff"
     ],
 )
 def test_check_relpath_refuses(rel: str, message: str) -> None:
     with pytest.raises(InvalidVariant) as info:
         check_relpath(rel, "build/v")
     assert str(info.value).startswith("build/v: ") and message in str(info.value)
+    assert "\n" not in str(info.value) and str(info.value).encode("utf-8")  # one printable line
 
 
 def _variant(tmp_path: Path) -> Path:
@@ -122,3 +136,63 @@ def test_find_package_refuses_a_variant_without_one() -> None:
 def test_dot_and_empty_segments_are_refused(rel: str) -> None:
     with pytest.raises(InvalidVariant, match="leaves the variant directory"):
         check_relpath(rel, "build/v")
+
+
+@pytest.mark.parametrize(("name", "message"), [(b"bad\xff.txt", "not UTF-8"), ("a\u2028b.py".encode(), r"U\+2028")])
+def test_collect_files_refuses_names_a_record_cannot_hold(tmp_path: Path, name: bytes, message: str) -> None:
+    variant = _variant(tmp_path)
+    with open(os.fsencode(variant / "pkg") + b"/" + name, "wb") as fh:  # a real file of that name on disk
+        fh.write(b"x = 1\n")
+    with pytest.raises(InvalidVariant, match=message) as info:
+        collect_files(variant, "build/v")
+    assert str(info.value).startswith("build/v: file name 'pkg/")
+
+
+def _metadata(tmp_path: Path, raw: bytes | str) -> dict[str, object]:
+    variant = _variant(tmp_path)
+    path = variant / "metadata.json"
+    path.write_bytes(raw.encode() if isinstance(raw, str) else raw)
+    return read_metadata(collect_files(variant, "v"), "v")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, f"nested deeper than {MAX_METADATA_DEPTH} levels"),  # issue J: RecursionError
+        ('{"backend": {"archs": ' + "[" * 5000 + "]" * 5000 + "}}", "nested deeper"),  # one field 5,000 deep
+        (b'{"name": "\xff"}', "not UTF-8 (invalid start byte at byte 10)"),
+        ('{"version": ' + "1" * 5000 + "}", "not valid JSON: Exceeds the limit"),  # int() digit limit: ValueError
+        ("1", "expected a JSON object, got int"),
+        ('{"license": {"text": "MIT"}}', "'license' must be a string, got dict {'text': 'MIT'}"),  # was dropped
+        ('{"name": 5}', "'name' must be a string, got int 5"),
+        ('{"version": true}', "'version' must be an integer or a version string, got bool True"),
+        ('{"version": [1]}', "'version' must be an integer or a version string, got list"),
+        ('{"backend": "cuda"}', "'backend' must be an object"),
+        ('{"backend": {"type": 1}}', "'backend.type' must be a string"),
+        ('{"backend": {"type": "cuda", "archs": [8.0]}}', "'backend.archs' must be a list of strings, got [8.0]"),
+        ('{"kernels-minver": 16}', "'kernels-minver' must be a string"),
+        ('{"upstream": ["x"]}', "'upstream' must be a string"),
+        ('{"provenance": []}', "'provenance' must be an object"),
+        ('{"provenance": {"kernel": {"commit": 1}}}', "'provenance.kernel.commit' must be a string"),
+        ('{"provenance": {"kernel": {"dirty": "yes"}}}', "'provenance.kernel.dirty' must be true or false"),
+    ],
+)
+def test_read_metadata_refuses_in_one_line(tmp_path: Path, raw: str | bytes, message: str) -> None:
+    with pytest.raises(InvalidVariant) as info:
+        _metadata(tmp_path, raw)
+    assert str(info.value).startswith("v/metadata.json: ") and message in str(info.value)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+def test_read_metadata_size_limit_is_checked_before_parsing(tmp_path: Path) -> None:
+    padding = " " * MAX_METADATA_BYTES
+    with pytest.raises(InvalidVariant, match=f"larger than {MAX_METADATA_BYTES} bytes"):
+        _metadata(tmp_path / "big", "{}" + padding)
+    assert _metadata(tmp_path / "fits", "{}" + padding[:-2]) == {}  # exactly the limit still parses
+
+
+def test_read_metadata_brackets_inside_strings_do_not_count_as_nesting(tmp_path: Path) -> None:
+    deep_string = "[" * 1000 + '\\"{' * 100
+    meta = _metadata(tmp_path, json.dumps({"source": deep_string, "backend": {"type": "cuda", "archs": ["9.0"]},
+                                           "provenance": {"kernel": {"commit": "abc", "dirty": False}}}))
+    assert meta["source"] == deep_string

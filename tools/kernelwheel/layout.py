@@ -1,7 +1,12 @@
 """A build variant's folder on disk: which files it holds (safely), its ``metadata.json`` and its Python package.
 
-Every file path is checked before use: relative, inside the variant, no ``..``, no backslash or control character,
-and symlinks may only point inside the variant or at the Hugging Face cache's ``blobs/`` (``trusted_roots``).
+Every file path is checked before use: relative, inside the variant, no ``..``, no backslash, valid UTF-8, no
+character a wheel's RECORD cannot hold (installers read RECORD with ``str.splitlines``, which also breaks lines at
+U+2028, U+0085 and other control characters), and symlinks may only point inside the variant or at the Hugging Face
+cache's ``blobs/`` (``trusted_roots``).
+
+``metadata.json`` is read within limits (size, nesting depth) before ``json.loads``, and every field the
+conversion uses is type-checked here, so a wrong type is one clear reason, never a traceback or a dropped field.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,14 +24,30 @@ from tools.kernelwheel.errors import InvalidVariant
 SIGSTORE_BUNDLE = "metadata.json.sigstore"  # a detached signature over metadata.json: not part of the digest
 _SKIPPED_NAMES = {SIGSTORE_BUNDLE}
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Cc: C0/C1 controls and DEL (line breaks among them); Zl/Zp: U+2028/U+2029; Cs: lone surrogates, which is how
+# Python spells a file name whose bytes are not UTF-8.
+_UNRECORDABLE = {"Cc": "a control character", "Zl": "a line separator", "Zp": "a paragraph separator",
+                 "Cs": "bytes that are not UTF-8"}
+# kernel-builder's metadata.json is a few kB (a digest line per file) and 3 levels deep.
+MAX_METADATA_BYTES = 4 * 1024 * 1024
+MAX_METADATA_DEPTH = 32
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def check_relpath(rel: str, where: str) -> str:
-    """Refuse absolute paths, ``..``, backslashes and control characters in a file name."""
+    """Refuse absolute paths, ``..``, backslashes, and characters a RECORD cannot hold, in a file name."""
     if not rel or rel.startswith("/") or re.match(r"^[A-Za-z]:", rel):
         raise InvalidVariant(f"{where}: absolute path {rel!r} is not allowed")
-    if "\\" in rel or any(ord(c) < 32 for c in rel):
-        raise InvalidVariant(f"{where}: file name {rel!r} has a backslash or control character")
+    if "\\" in rel:
+        raise InvalidVariant(f"{where}: file name {rel!r} has a backslash")
+    for char in rel:
+        kind = _UNRECORDABLE.get(unicodedata.category(char))
+        if kind:
+            raise InvalidVariant(
+                f"{where}: file name {rel!r} holds {kind} ({char!r}, U+{ord(char):04X}), which a wheel's RECORD "
+                "cannot hold"
+            )
     parts = rel.split("/")  # not PurePosixPath(rel).parts, which drops "." segments before they can be seen
     if ".." in parts or "." in parts or "" in parts:
         raise InvalidVariant(f"{where}: path {rel!r} leaves the variant directory (path traversal)")
@@ -72,16 +94,78 @@ def collect_files(variant_dir: Path, where: str, trusted_roots: Sequence[Path] =
     return files
 
 
+def _nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether ``[``/``{`` nest more than ``limit`` levels outside strings (json.loads recurses once per level)."""
+    depth = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def _expect(value: object, types: tuple[type, ...], field: str, expected: str, where: str) -> None:
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise InvalidVariant(f"{where}/metadata.json: {field!r} must be {expected}, got {type(value).__name__} "
+                             f"{value!r:.60}")
+
+
+def _check_fields(data: Mapping[str, Any], where: str) -> None:
+    """The type of every field hub2wheel reads (``python-depends``: ``python_depends.read_depends``; ``digest``:
+    ``digests``). kernels' own parser is stricter (``version`` an integer); these are what the wheel needs."""
+    for field in ("name", "id", "license", "kernels-minver", "upstream", "source"):
+        if field in data:
+            _expect(data[field], (str,), field, "a string", where)
+    if "version" in data:
+        _expect(data["version"], (int, str), "version", "an integer or a version string", where)
+    backend = data.get("backend")
+    if backend is not None:
+        _expect(backend, (dict,), "backend", 'an object {"type": ..., "archs": [...]}', where)
+        if "type" in backend:
+            _expect(backend["type"], (str,), "backend.type", "a string", where)
+        archs = backend.get("archs")
+        if archs is not None and not (isinstance(archs, list) and all(isinstance(a, str) for a in archs)):
+            raise InvalidVariant(f"{where}/metadata.json: 'backend.archs' must be a list of strings, got "
+                                 f"{archs!r:.60}")
+    provenance = data.get("provenance")
+    if provenance is not None:
+        _expect(provenance, (dict,), "provenance", "an object", where)
+        for part in ("kernel-builder", "kernel"):
+            if provenance.get(part) is not None:
+                _expect(provenance[part], (dict,), f"provenance.{part}", "an object", where)
+        kernel = provenance.get("kernel") or {}
+        if kernel.get("commit") is not None:
+            _expect(kernel["commit"], (str,), "provenance.kernel.commit", "a string", where)
+        if kernel.get("dirty") is not None:
+            _expect(kernel["dirty"], (bool,), "provenance.kernel.dirty", "true or false", where)
+
+
 def read_metadata(files: Mapping[str, Path], where: str) -> dict[str, Any]:
+    """``metadata.json`` as a dict (``{}`` when there is none), after the size, depth and field-type checks."""
     path = files.get("metadata.json")
     if path is None:
         return {}
+    shown = f"{where}/metadata.json"
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_METADATA_BYTES + 1)
+    if len(raw) > MAX_METADATA_BYTES:
+        raise InvalidVariant(f"{shown}: larger than {MAX_METADATA_BYTES} bytes (kernel-builder's is a few kB)")
     try:
-        data = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidVariant(f"{where}/metadata.json: not valid JSON: {exc}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidVariant(f"{shown}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if _nested_deeper_than(text, MAX_METADATA_DEPTH):
+        raise InvalidVariant(f"{shown}: nested deeper than {MAX_METADATA_DEPTH} levels")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, and int() past sys.get_int_max_str_digits
+        raise InvalidVariant(f"{shown}: not valid JSON: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
-        raise InvalidVariant(f"{where}/metadata.json: expected a JSON object")
+        raise InvalidVariant(f"{shown}: expected a JSON object, got {type(data).__name__}")
+    _check_fields(data, where)
     return data
 
 
