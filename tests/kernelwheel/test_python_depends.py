@@ -74,3 +74,17 @@ def test_python_depends_must_be_a_list_of_strings(value: object) -> None:
     with pytest.raises(InvalidVariant, match="python-depends must be a list of names"):
         read_depends(value, "build/v")
     assert read_depends(None, "build/v") == []
+
+
+@pytest.mark.parametrize("entry", ["torch==2.1", "torch", "Torch>=2", "TORCH[cuda]", "torch ; python_version>'3'"])
+def test_a_torch_requirement_is_refused_even_when_unknown_names_pass(entry: str) -> None:
+    # issue J: ["torch==2.1"] gave the wheel a second torch pin, and the index then refused it
+    with pytest.raises(InvalidVariant, match=r"build/v/metadata.json: python-depends entry .* pins (?i:torch); the "
+                                             r"framework requirement comes from the variant name"):
+        depends_requirements(["einops", entry], "cpu", "build/v", allow_unknown=True)
+
+
+def test_a_direct_url_reference_is_refused() -> None:
+    with pytest.raises(InvalidVariant, match="is a direct URL reference"):
+        depends_requirements(["evil @ https://example.invalid/evil-1.0-py3-none-any.whl"], "cpu", "build/v",
+                             allow_unknown=True)

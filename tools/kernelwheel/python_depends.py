@@ -5,6 +5,9 @@ kernels 0.17.2 ships ``python_depends.json``: general names (``einops``, ``helio
 ``nki``). It is read here with kernels' own ``DependencyData`` type; kernels' ``validate_dependencies`` cannot be
 called instead, because it checks that the packages are importable *here* rather than mapping them for a wheel.
 A name that is neither general nor the variant's backend's is refused, as kernels refuses it at load time.
+Passed through (``--allow-unknown-deps``), an entry must still be a plain requirement on an index project: never
+``torch`` (the wheel's framework pin is ``naming``'s; a second one makes it uninstallable or replaces the user's
+torch) and never a direct URL (``pkg @ https://...``), which indexes refuse and which would fetch from anywhere.
 """
 
 from __future__ import annotations
@@ -17,9 +20,13 @@ from importlib import resources
 from typing import Any
 
 from kernels.python_deps import DependencyData, DependencyInfo
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from tools.kernelwheel.errors import InvalidVariant
+
+# Projects whose requirement the conversion writes itself (naming.framework_requirement_for).
+FRAMEWORK_PROJECTS = frozenset({"torch"})
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,18 @@ def depends_requirements(names: Sequence[str], backend: str, where: str, *, allo
     extra: list[Requirement] = []
     for name in mapped.unknown:
         try:
-            extra.append(Requirement(name))
-        except ValueError:
+            requirement = Requirement(name)
+        except InvalidRequirement:
             raise InvalidVariant(f"{where}/metadata.json: python-depends entry {name!r} is not a requirement") from None
+        if canonicalize_name(requirement.name) in FRAMEWORK_PROJECTS:
+            raise InvalidVariant(
+                f"{where}/metadata.json: python-depends entry {name!r} pins {requirement.name}; the framework "
+                "requirement comes from the variant name and is written by the conversion"
+            )
+        if requirement.url is not None:
+            raise InvalidVariant(
+                f"{where}/metadata.json: python-depends entry {name!r} is a direct URL reference; expected a "
+                "project name with an optional version specifier"
+            )
+        extra.append(requirement)
     return [*mapped.requirements, *extra]
