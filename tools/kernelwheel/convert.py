@@ -5,6 +5,8 @@ A bad variant is reported with its reason and never stops the others:
 * the name parses (``variants``) and is something this run produces wheels for (``selection``);
 * every path is relative and inside the variant, symlinks stay inside it or point at the Hub cache's blobs
   (``layout``);
+* ``metadata.json.sigstore`` verifies over metadata.json before it is parsed (``signatures``; an unsigned variant
+  warns, or is skipped under ``require_signature``), and the bundle ships beside metadata.json in the package;
 * ``metadata.json``'s per-file digests (``digests``) and the ``kernels.lock`` hash (``lockfile``) match, when present;
 * every ``.so`` is ELF for the variant's CPU; tags come from those files (``elf``);
 * there is a Python package: ``build/<v>/__init__.py`` (flat layout) or ``build/<v>/<pkg>/__init__.py`` (nested).
@@ -34,6 +36,7 @@ from tools.kernelwheel.layout import collect_files, find_package, read_metadata
 from tools.kernelwheel.naming import WheelName, framework_requirement_for, wheel_name_for
 from tools.kernelwheel.python_depends import depends_requirements, read_depends
 from tools.kernelwheel.selection import VariantFilter, select_variants
+from tools.kernelwheel.signatures import SignatureOptions, check_variant
 from tools.kernelwheel.variants import Variant
 from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel
 
@@ -57,6 +60,7 @@ class Options:
     kernel_version: Version | None = None
     variants: VariantFilter = field(default_factory=VariantFilter)
     allow_unknown_deps: bool = False  # pass python-depends kernels does not know through as pip requirements
+    signatures: SignatureOptions = field(default_factory=SignatureOptions)  # trust root, signer workflows
 
 
 @dataclass
@@ -137,6 +141,7 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
         if lock is None:
             raise InvalidVariant(f"{where}: not in kernels.lock for {source.label}")
         lockfile.verify_variant(variant_dir, lock, label=f"{source.label} {where}")
+    signed = check_variant(variant_dir, files, where, options.signatures, source.trusted_roots)  # before parsing
     metadata = read_metadata(files, where)
     verify_digest(files, metadata, where)
     kernel = options.dist_name or str(metadata.get("name") or source.kernel_name)
@@ -176,6 +181,7 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
     if isinstance(metadata.get("license"), str):
         raw["license"] = metadata["license"]
     contents = {arc: p.read_bytes() for arc, p in payload.items()}
+    contents.update(signed.wheel_files(package, payload))  # metadata.json + its bundle in the package folder
     return WheelContents(name=name, metadata=raw, files=contents, root_is_purelib=not elfs)
 
 

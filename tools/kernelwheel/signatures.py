@@ -1,0 +1,281 @@
+"""``metadata.json.sigstore``: the Sigstore signature over a variant's ``metadata.json``, verified as kernels 0.17.2
+verifies it, before the variant becomes a wheel and again after the wheel is installed.
+
+kernels' ``verify.verify_variant`` reads the bundle, verifies it over metadata.json's bytes with
+``Verifier.production()`` against ``DEFAULT_POLICIES`` (GitHub workflow identity of kernels-community's build
+workflows) before parsing the JSON, then checks the digest. This module takes the same steps with kernels' own
+policies (``GitHubWorkflowPolicy``, ``DEFAULT_POLICIES``) and result types (``VerificationResult``), and adds what
+kernels cannot: a trusted root from a file (``--sigstore-trusted-root``: a private Sigstore, or offline) and another
+list of accepted workflows (``--signer-workflow``). The signature covers metadata.json; metadata.json's digest covers
+every other file (``tools.kernelwheel.digests``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeAlias
+
+from cryptography.hazmat import asn1
+from cryptography.x509 import Certificate, ExtensionNotFound, ObjectIdentifier
+from kernels.verify import DEFAULT_POLICIES, GitHubWorkflowPolicy, VerificationResult
+from sigstore.errors import Error as SigstoreError
+from sigstore.models import Bundle, InvalidBundle, TrustedRoot
+from sigstore.verify import Verifier, policy
+from sigstore.verify.policy import VerificationPolicy
+
+from tools.kernelwheel.digests import verify_digest
+from tools.kernelwheel.errors import (
+    DigestMismatch,
+    InvalidTrustSettings,
+    InvalidVariant,
+    SignatureInvalid,
+    SignatureMissing,
+)
+from tools.kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, read_metadata
+
+MAX_BUNDLE_BYTES = 1 << 20  # real bundles are a few KiB; a bigger file is not read into memory
+_WORKFLOW_URI = re.compile(
+    r"^https://github\.com/(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/\.github/workflows/[^/@\s]+\.ya?ml@\S+$"
+)
+_BUILD_SIGNER_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.9")  # Fulcio: the workflow that requested the certificate
+
+# What ``verify_signature`` can answer: kernels' own result types for the signature half of ``verify_variant``.
+SignatureResult: TypeAlias = (
+    VerificationResult.Success
+    | VerificationResult.SignatureBundleMissing
+    | VerificationResult.SignatureBundleInvalid
+    | VerificationResult.MetadataMissing
+    | VerificationResult.SignatureVerificationFailure
+)
+
+
+def workflow_policies(signer_workflows: Sequence[str]) -> list[VerificationPolicy]:
+    """kernels' ``GitHubWorkflowPolicy`` per repository for these workflow URIs; kernels' ``DEFAULT_POLICIES``
+    when none are given."""
+    if not signer_workflows:
+        return list(DEFAULT_POLICIES)
+    by_repo: dict[str, list[str]] = {}
+    for uri in signer_workflows:
+        match = _WORKFLOW_URI.match(uri)
+        if match is None:
+            raise InvalidTrustSettings(
+                f"--signer-workflow {uri!r}: expected https://github.com/<org>/<repo>/.github/workflows/"
+                "<file>.yaml@<ref>, e.g. ...@refs/heads/main"
+            )
+        by_repo.setdefault(match["repo"], []).append(uri)
+    return [GitHubWorkflowPolicy(repo_id=repo, signer_uris=uris) for repo, uris in by_repo.items()]
+
+
+def accepted_signers(policies: Sequence[VerificationPolicy]) -> list[str]:
+    """The workflow URIs a list of ``GitHubWorkflowPolicy`` accepts (for messages)."""
+    return [uri for p in policies if isinstance(p, GitHubWorkflowPolicy) for uri in p.signer_uris]
+
+
+def signer_of(cert: Certificate) -> str | None:
+    """The build signer URI (the signing workflow) a Fulcio certificate names, if any."""
+    try:
+        value = cert.extensions.get_extension_for_oid(_BUILD_SIGNER_URI).value
+        return str(asn1.decode_der(str, value.value))  # type: ignore[attr-defined]
+    except (ExtensionNotFound, ValueError):
+        return None
+
+
+_VERIFIERS: dict[Path | None, tuple[Verifier | None, str | None]] = {}
+
+
+def load_verifier(trusted_root: Path | None, warn: Callable[[str], None] | None = None) -> Verifier:
+    """A sigstore ``Verifier`` for ``trusted_root`` (a ``trusted_root.json``), or Sigstore's production root as
+    kernels uses it: refreshed through TUF, or, when that fails or ``HF_HUB_OFFLINE`` is set, the copy in the local
+    TUF cache (sigstore-python ships one). One per root and process."""
+    if trusted_root not in _VERIFIERS:
+        _VERIFIERS[trusted_root] = _make_verifier(trusted_root)
+    verifier, note = _VERIFIERS[trusted_root]
+    if note is not None and warn is not None:
+        warn(note)
+        _VERIFIERS[trusted_root] = (verifier, None)  # said once
+    if verifier is None:
+        raise InvalidTrustSettings(str(note))
+    return verifier
+
+
+def _make_verifier(trusted_root: Path | None) -> tuple[Verifier | None, str | None]:
+    if trusted_root is not None:
+        try:
+            return Verifier(trusted_root=TrustedRoot.from_file(str(trusted_root))), None
+        except (OSError, ValueError, SigstoreError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
+            return None, f"--sigstore-trusted-root {trusted_root}: not a usable Sigstore trusted_root.json ({reason})"
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    if not offline:
+        try:
+            return Verifier.production(), None
+        except SigstoreError as exc:
+            refresh_failed = f"Sigstore's trusted root could not be refreshed ({exc})"
+    try:
+        verifier = Verifier.production(offline=True)
+    except (SigstoreError, OSError, ValueError) as exc:
+        return None, (f"no Sigstore trusted root: the TUF cache cannot be read ({exc}); "
+                      "pass --sigstore-trusted-root FILE")
+    return verifier, None if offline else f"{refresh_failed}: using the local TUF cache's copy"
+
+
+def verify_signature(metadata: bytes | None, bundle: bytes | None, verifier: Verifier,
+                     policies: Sequence[VerificationPolicy]) -> SignatureResult:
+    """The signature half of kernels' ``verify_variant``, same order and same result types: the bundle parses,
+    metadata.json is present, the bundle verifies over its bytes under ``AnyOf(policies)``."""
+    if bundle is None:
+        return VerificationResult.SignatureBundleMissing()
+    try:
+        signature_bundle = Bundle.from_json(bundle)
+    except (InvalidBundle, ValueError) as exc:
+        return VerificationResult.SignatureBundleInvalid(reason=str(exc).splitlines()[0])
+    if metadata is None:
+        return VerificationResult.MetadataMissing()
+    try:
+        verifier.verify_artifact(metadata, signature_bundle, policy.AnyOf(list(policies)))
+    except (SigstoreError, ValueError) as exc:
+        reason: str = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        signer = signer_of(signature_bundle.signing_certificate)
+        try:
+            policy.AnyOf(list(policies)).verify(signature_bundle.signing_certificate)
+        except SigstoreError:
+            accepted = ", ".join(accepted_signers(policies)) or "see the policy"
+            reason = f"signed by workflow {signer or '(none named)'}, which is not an accepted signer ({accepted})"
+        return VerificationResult.SignatureVerificationFailure(reason=reason)
+    return VerificationResult.Success()
+
+
+@dataclass(frozen=True)
+class SignatureOptions:
+    """What a signature must satisfy: the trust root, the accepted workflows, and whether one is required."""
+
+    trusted_root: Path | None = None  # None: Sigstore's production root, as kernels
+    signer_workflows: tuple[str, ...] = ()  # empty: kernels' DEFAULT_POLICIES (kernels-community's workflows)
+    require_signature: bool = False
+    warn: Callable[[str], None] | None = field(default=None, compare=False)  # where a one-line warning goes
+
+    def policies(self) -> list[VerificationPolicy]:
+        return workflow_policies(self.signer_workflows)
+
+    def validate(self) -> None:
+        """Fail early (``InvalidTrustSettings``) on a bad workflow URI or trusted-root file, before any work."""
+        self.policies()
+        if self.trusted_root is not None:
+            load_verifier(self.trusted_root, self.warn)
+
+
+def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--sigstore-trusted-root`` and ``--signer-workflow``, spelled the same in every command."""
+    parser.add_argument("--sigstore-trusted-root", type=Path, metavar="FILE",
+                        help="verify signatures against this Sigstore trusted_root.json (default: Sigstore's "
+                             "production root through TUF, as kernels)")
+    parser.add_argument("--signer-workflow", action="append", default=[], metavar="URI",
+                        help="accept signatures by this GitHub workflow, https://github.com/<org>/<repo>/.github/"
+                             "workflows/<file>.yaml@<ref> (repeatable; replaces kernels' default list of "
+                             "kernels-community's build workflows)")
+
+
+@dataclass(frozen=True)
+class SignedMetadata:
+    """A variant's verified ``metadata.json`` bytes and its bundle (``bundle`` None: the variant is unsigned)."""
+
+    metadata: bytes | None = None
+    bundle: bytes | None = None
+
+    def wheel_files(self, package: str, payload: Mapping[str, Path]) -> dict[str, bytes]:
+        """metadata.json and its bundle inside the package folder, so the installed package can be re-verified
+        (flat layout: metadata.json is already there; nested: it sits above the package and is added)."""
+        if self.bundle is None or self.metadata is None:
+            return {}
+        placed = f"{package}/metadata.json"
+        if placed in payload and payload[placed].read_bytes() != self.metadata:
+            raise InvalidVariant(f"{placed} differs from the signed metadata.json beside it: cannot ship both")
+        return {placed: self.metadata, f"{package}/{SIGSTORE_BUNDLE}": self.bundle}
+
+
+def _read_bundle(variant_dir: Path, where: str, trusted_roots: Sequence[Path]) -> bytes | None:
+    """The bundle's bytes; the same path rules as ``layout.collect_files`` (a symlink only into the variant or the
+    Hub cache's blobs), plus a size limit."""
+    path = variant_dir / SIGSTORE_BUNDLE
+    if not path.is_symlink() and not path.exists():
+        return None
+    target = Path(os.path.realpath(path))
+    allowed = [Path(os.path.realpath(r)) for r in (variant_dir, *trusted_roots)]
+    if not any(target == r or r in target.parents for r in allowed):
+        raise InvalidVariant(f"{where}: {SIGSTORE_BUNDLE} is a symlink pointing outside the variant ({target})")
+    if not target.is_file():
+        raise InvalidVariant(f"{where}: {SIGSTORE_BUNDLE} is not a regular file")
+    if target.stat().st_size > MAX_BUNDLE_BYTES:
+        raise SignatureInvalid(f"{where}/{SIGSTORE_BUNDLE}: {target.stat().st_size} bytes, more than a Sigstore "
+                               f"bundle holds (at most {MAX_BUNDLE_BYTES})")
+    return target.read_bytes()
+
+
+def result_message(result: SignatureResult, where: str) -> str | None:
+    """One line for a result that is not ``Success`` (None for success)."""
+    if isinstance(result, VerificationResult.SignatureBundleMissing):
+        return f"{where}: no {SIGSTORE_BUNDLE} (the variant is unsigned)"
+    if isinstance(result, VerificationResult.MetadataMissing):
+        return f"{where}/{SIGSTORE_BUNDLE}: signs metadata.json, but there is no metadata.json"
+    if isinstance(result, VerificationResult.SignatureBundleInvalid):
+        return f"{where}/{SIGSTORE_BUNDLE}: not a Sigstore bundle ({result.reason})"
+    if isinstance(result, VerificationResult.SignatureVerificationFailure):
+        return f"{where}/{SIGSTORE_BUNDLE}: signature over metadata.json does not verify: {result.reason}"
+    return None
+
+
+def check_variant(variant_dir: Path, files: Mapping[str, Path], where: str, options: SignatureOptions,
+                  trusted_roots: Sequence[Path] = ()) -> SignedMetadata:
+    """Verify ``build/<variant>``'s signature before anything reads metadata.json. A bad signature raises
+    ``SignatureInvalid``; an unsigned variant warns (``options.warn``), or raises ``SignatureMissing`` when a
+    signature is required."""
+    bundle = _read_bundle(variant_dir, where, trusted_roots)
+    meta_path = files.get("metadata.json")
+    metadata = meta_path.read_bytes() if meta_path is not None else None
+    if bundle is None:
+        unsigned = f"{where}: no {SIGSTORE_BUNDLE}, the variant is unsigned"
+        if options.require_signature:
+            raise SignatureMissing(f"{unsigned} and --require-signature is set")
+        if options.warn is not None:
+            options.warn(f"{unsigned}: converted without signature verification")
+        return SignedMetadata(metadata=metadata)
+    result = verify_signature(metadata, bundle, load_verifier(options.trusted_root, options.warn),
+                              options.policies())
+    message = result_message(result, where)
+    if message is not None:
+        raise SignatureInvalid(message)
+    return SignedMetadata(metadata=metadata, bundle=bundle)
+
+
+def verify_package(package_dir: Path, where: str, options: SignatureOptions) -> str:
+    """Re-verify a package folder a hub2wheel wheel installed (or unpacked): the bundle over metadata.json, then
+    metadata.json's digest over the files. Returns a one-line summary; raises ``SignatureMissing``,
+    ``SignatureInvalid`` or ``DigestMismatch``. The digest's paths are relative to the variant: the package folder
+    (flat layout, ``__init__.py`` listed) or its parent (nested layout, only the package's own entries are shipped)."""
+    bundle = _read_bundle(package_dir, where, ())
+    if bundle is None:
+        raise SignatureMissing(f"{where}: no {SIGSTORE_BUNDLE}, so there is no signature to verify")
+    files = collect_files(package_dir, where)
+    meta_path = files.get("metadata.json")
+    result = verify_signature(meta_path.read_bytes() if meta_path else None, bundle,
+                              load_verifier(options.trusted_root, options.warn), options.policies())
+    message = result_message(result, where)
+    if message is not None:
+        raise SignatureInvalid(message)
+    metadata = read_metadata(files, where)
+    digest = metadata.get("digest")
+    if not isinstance(digest, dict) or not isinstance(digest.get("files"), dict):
+        raise DigestMismatch(f"{where}/metadata.json: no digest, so the files cannot be checked")
+    listed: dict[str, object] = digest["files"]
+    prefix = "" if "__init__.py" in listed else f"{package_dir.name}/"
+    shipped = {"digest": {**digest, "files": {rel[len(prefix):]: h for rel, h in listed.items()
+                                              if rel.startswith(prefix)}}}
+    verify_digest(files, shipped, where)
+    signer = signer_of(Bundle.from_json(bundle).signing_certificate) or "an accepted signer"
+    return (f"{where}: metadata.json signed by {signer}; {len(shipped['digest']['files'])} file(s) match its "
+            f"{digest.get('algorithm', 'sha256')} digest")
