@@ -1,5 +1,11 @@
-// CPU kernel: a plain indexed loop per dtype that gcc/clang vectorise at -O3 (interleaved stride-3 loads, no
-// branches, no calls). Threading is the caller's (torch's parallel_for), so this file needs no torch library.
+// CPU kernel. uint8 and float32 on x86-64 take hand-written SIMD paths (csrc/cpu_x86.h: AVX-512 VBMI or AVX2
+// for uint8, AVX-512F or AVX2 for float32), picked once at load time from what the CPU supports; everything else
+// (half types, other architectures, CPUs without AVX2) is a plain indexed loop that the compiler vectorises.
+// Threading is the caller's (torch's parallel_for), so this file needs no torch library.
+#include <cstdlib>
+#include <cstring>
+
+#include "cpu_x86.h"
 #include "kernels.h"
 #include "luma.h"
 
@@ -37,14 +43,77 @@ void convert_typed(const void* rgb, void* gray, int64_t begin, int64_t end) {
   convert_range(static_cast<const T*>(rgb) + 3 * begin, static_cast<T*>(gray) + begin, end - begin);
 }
 
+// Output ranges from this size on are written with streaming stores: they bypass the caches, so the output
+// lines are not read first (a quarter of a uint8 call's traffic) and do not evict the input. Smaller ranges
+// (small images, or many threads) stay in cache for whatever reads them next.
+constexpr int64_t kStreamBytes = int64_t{1} << 19;
+
+template <typename T>
+using SimdPath = void (*)(const T* rgb, T* gray, int64_t count, bool stream);
+
+#ifdef IMG2GRAY_HAVE_X86_SIMD
+// The widest path the CPU runs; IMG2GRAY_CPU_ISA=avx2 or =scalar asks for a narrower one (tests use it to run
+// every path on one machine; it can never select an instruction set the CPU lacks).
+enum class Isa { kScalar, kAvx2, kAvx512 };
+Isa pick_isa(bool avx512_ok) {
+  Isa isa = __builtin_cpu_supports("avx2") ? Isa::kAvx2 : Isa::kScalar;
+  if (isa == Isa::kAvx2 && avx512_ok) isa = Isa::kAvx512;
+  if (const char* wanted = std::getenv("IMG2GRAY_CPU_ISA")) {
+    if (std::strcmp(wanted, "scalar") == 0) isa = Isa::kScalar;
+    if (std::strcmp(wanted, "avx2") == 0 && isa == Isa::kAvx512) isa = Isa::kAvx2;
+  }
+  return isa;
+}
+
+SimdPath<uint8_t> pick_u8() {
+  __builtin_cpu_init();
+  switch (pick_isa(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"))) {
+    case Isa::kAvx512:
+      return x86::u8_avx512vbmi;
+    case Isa::kAvx2:
+      return x86::u8_avx2;
+    case Isa::kScalar:
+      break;
+  }
+  return nullptr;
+}
+
+SimdPath<float> pick_f32() {
+  __builtin_cpu_init();
+  switch (pick_isa(__builtin_cpu_supports("avx512f"))) {
+    case Isa::kAvx512:
+      return x86::f32_avx512;
+    case Isa::kAvx2:
+      return x86::f32_avx2;
+    case Isa::kScalar:
+      break;
+  }
+  return nullptr;
+}
+
+const SimdPath<uint8_t> kU8Path = pick_u8();
+const SimdPath<float> kF32Path = pick_f32();
+#else
+constexpr SimdPath<uint8_t> kU8Path = nullptr;
+constexpr SimdPath<float> kF32Path = nullptr;
+#endif
+
+template <typename T>
+void convert_simd(SimdPath<T> path, const void* rgb, void* gray, int64_t begin, int64_t end) {
+  if (path == nullptr) return convert_typed<T>(rgb, gray, begin, end);
+  const int64_t count = end - begin;
+  path(static_cast<const T*>(rgb) + 3 * begin, static_cast<T*>(gray) + begin, count,
+       count * static_cast<int64_t>(sizeof(T)) >= kStreamBytes);
+}
+
 }  // namespace
 
 void convert_cpu(Dtype dtype, const void* rgb, void* gray, int64_t begin, int64_t end) {
   switch (dtype) {
     case Dtype::kUint8:
-      return convert_typed<uint8_t>(rgb, gray, begin, end);
+      return convert_simd<uint8_t>(kU8Path, rgb, gray, begin, end);
     case Dtype::kFloat32:
-      return convert_typed<float>(rgb, gray, begin, end);
+      return convert_simd<float>(kF32Path, rgb, gray, begin, end);
     case Dtype::kFloat16:
       return convert_typed<c10::Half>(rgb, gray, begin, end);
     case Dtype::kBFloat16:
