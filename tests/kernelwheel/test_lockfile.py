@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tools.kernelwheel.lockfile import (
     combine,
     dump_lockfile,
     git_blob_id,
+    load_lockfile,
     parse_lockfile,
     variant_hash,
     verify_variant,
@@ -49,6 +51,41 @@ def test_parse_round_trip() -> None:
 def test_parse_errors(data: str, reason: str) -> None:
     with pytest.raises(InvalidLockfile, match=reason):
         parse_lockfile(data)
+
+
+def _old_format(repo_id: str = "org/relu", variant: str = "torch210-cxx11-cu128-x86_64-linux") -> str:
+    return json.dumps([{"repo_id": repo_id, "sha": SHA, "variants": {variant: {"hash": HASH}}}])
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 32 levels"),  # not a RecursionError
+        ('[{"repo_id": "x/y", "sha": "' + SHA + '", "variants": {"v": ' + "[" * 5000 + "]" * 5000 + "}}]",
+         "nested deeper"),
+        ("[" + "1" * 5000 + "]", "not valid JSON: Exceeds the limit"),
+        (_old_format(variant="../../etc"), "entry 0 (org/relu): variant '../../etc' is not a plain folder name"),
+        (_old_format(variant=".."), "variant '..' is not a plain folder name"),
+        (_old_format(variant="*"), "variant '*' is not"),  # would become the download pattern build/*/*
+        (_old_format(variant="torch２１０-cxx11-cu128-x86_64-linux"), "is not a plain folder name"),
+        (_old_format(repo_id="../relu"), "repo_id '../relu' is not a Hub repo id"),
+        (_old_format(repo_id="org/re lu"), "is not a Hub repo id"),
+        (json.dumps([{"dependency": {"repo-id": "../x", "version": 1}, "lock": {"commit": SHA}}]),
+         "repo_id '../x' is not a Hub repo id"),
+        ('[{"repo_id": "x/y", "sha": "' + SHA + '\\n", "variants": {}}]', "40-hex-digit"),
+    ],
+)
+def test_hostile_lock_files_are_refused_in_one_line(data: str, reason: str) -> None:
+    with pytest.raises(InvalidLockfile, match=re.escape(reason)) as info:
+        parse_lockfile(data)
+    assert "\n" not in str(info.value)
+
+
+def test_load_lockfile_refuses_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "kernels.lock"
+    path.write_bytes(b'[{"repo_id": "\xff"}]')
+    with pytest.raises(InvalidLockfile, match=r"kernels\.lock: not UTF-8 \(invalid start byte at byte 14\)"):
+        load_lockfile(path)
 
 
 def test_git_blob_id_matches_git(tmp_path: Path) -> None:

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from packaging.version import Version
 
+from tools.kernelwheel.atomic import atomic_path
 from tools.kernelwheel.errors import InvalidWheelName
 from tools.kernelwheel.naming import (
+    MAX_WHEEL_FILENAME_BYTES,
+    NAME_MAX,
     WheelName,
     cuda_backend_tag,
     distribution_name,
     kernel_version,
     labelled_torch,
     manylinux_tag,
+    parse_version,
     torch_label,
     torch_minor,
     torch_requirement,
+    wheel_name_for,
 )
+from tools.kernelwheel.variants import Variant
 
 
 @pytest.mark.parametrize(("kernel", "backend", "expected"), [
@@ -82,3 +90,51 @@ def test_wheel_name_round_trips_through_packaging() -> None:
 def test_wheel_name_parse_refuses_non_wheels() -> None:
     with pytest.raises(InvalidWheelName, match=r"img2gray\.tar\.gz"):
         WheelName.parse("img2gray.tar.gz")
+
+
+CPU = Variant.parse("torch213-cxx11-cpu-x86_64-linux")
+TAGS = {"python_tag": "cp39", "abi_tag": "abi3", "platform_tag": "manylinux_2_17_x86_64"}
+
+
+def test_the_longest_wheel_filename_leaves_room_for_its_metadata_file_and_temporaries(tmp_path: Path) -> None:
+    # "<kernel>_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl": 55 bytes besides the kernel name
+    fixed = len("_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl")
+    longest = wheel_name_for(CPU, "k" * (MAX_WHEEL_FILENAME_BYTES - fixed), Version("1"), **TAGS)
+    assert len(longest.filename) == MAX_WHEEL_FILENAME_BYTES
+    # what is made from it really fits: the index's .metadata file under an atomic temporary name
+    with atomic_path(tmp_path / f"{longest.filename}.metadata") as tmp:
+        assert len(tmp.name) <= NAME_MAX
+        tmp.write_bytes(b"Metadata-Version: 2.1\n")
+    with pytest.raises(InvalidWheelName, match=rf"is {MAX_WHEEL_FILENAME_BYTES + 1} bytes, over the "
+                                               rf"{MAX_WHEEL_FILENAME_BYTES} that fit"):
+        wheel_name_for(CPU, "k" * (MAX_WHEEL_FILENAME_BYTES - fixed + 1), Version("1"), **TAGS)
+
+
+@pytest.mark.parametrize(("kernel", "version"), [
+    ("a" * 300, "1"),  # issue J: a long metadata.json name or --dist-name (ENAMETOOLONG)
+    ("img2gray", "1." + ".".join(["0"] * 150)),  # a long version
+    ("img2gray", "1" * 4000),
+])
+def test_a_name_too_long_for_the_file_system_is_refused_before_writing(kernel: str, version: str) -> None:
+    with pytest.raises(InvalidWheelName, match="shorten the kernel name") as info:
+        wheel_name_for(CPU, kernel, Version(version), **TAGS)
+    assert len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("1" * 5000, "is not a PEP 440 version"),  # int() digit limit: a ValueError, not InvalidVersion
+    (True, "True is not a PEP 440 version"),
+    ([1], r"\[1\] is not a PEP 440 version"),
+    ("１.０", "is not a PEP 440 version"),  # fullwidth digits
+])
+def test_parse_version_refuses_in_one_line(value: object, message: str) -> None:
+    with pytest.raises(InvalidWheelName, match=message) as info:
+        parse_version(value, "kernel version")
+    assert len(str(info.value)) < 200
+    assert parse_version(3, "v") == Version("3") and parse_version("0.1.0", "v") == Version("0.1.0")
+
+
+def test_non_ascii_and_bad_kernel_names_are_refused() -> None:
+    for kernel in ("fóo", "img2gray\n", "-img2gray", "img gray", "ｉｍｇ"):
+        with pytest.raises(InvalidWheelName, match="is not a valid distribution name"):
+            distribution_name(kernel, "cpu")

@@ -36,7 +36,7 @@ from tools.kernelwheel.naming import manylinux_tag
 ELF_MAGIC = b"\x7fELF"
 _MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_PPC64": "ppc64le", "EM_S390": "s390x"}
 _CPYTHON_SUFFIX = re.compile(r"\.cpython-3(\d+)[a-z]*-[^.]+\.so$")
-_VERSIONED = re.compile(r"^(GLIBC|GLIBCXX|CXXABI|GCC)_([0-9][0-9.]*|TM_\d+)$")
+_VERSIONED = re.compile(r"^(GLIBC|GLIBCXX|CXXABI|GCC)_([0-9][0-9.]*|TM_[0-9]+)$")
 # PEP 384: a module built with Py_LIMITED_API=0x03090000 is tagged cp39-abi3 (kernel-builder, issue A).
 ABI3_PYTHON = "cp39"
 
@@ -81,7 +81,7 @@ def read_elf(path: Path, display: str | None = None) -> ElfInfo:
             needed: set[tuple[str, str]] = set()
             exports_pyinit = False
             for _library, version in elf_find_versioned_symbols(elf):
-                match = _VERSIONED.match(version)
+                match = _VERSIONED.fullmatch(version)
                 if match:
                     needed.add((match[1], match[2]))
             # auditwheel's elf_is_python_extension wants PyInit_<file name>; a kernel's module may be named

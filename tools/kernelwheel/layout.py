@@ -11,7 +11,6 @@ conversion uses is type-checked here, so a wrong type is one clear reason, never
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import unicodedata
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.kernelwheel.errors import InvalidVariant
+from tools.kernelwheel.jsonload import loads_limited
 
 SIGSTORE_BUNDLE = "metadata.json.sigstore"  # a detached signature over metadata.json: not part of the digest
 _SKIPPED_NAMES = {SIGSTORE_BUNDLE}
@@ -31,8 +31,6 @@ _UNRECORDABLE = {"Cc": "a control character", "Zl": "a line separator", "Zp": "a
 # kernel-builder's metadata.json is a few kB (a digest line per file) and 3 levels deep.
 MAX_METADATA_BYTES = 4 * 1024 * 1024
 MAX_METADATA_DEPTH = 32
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def check_relpath(rel: str, where: str) -> str:
@@ -94,19 +92,6 @@ def collect_files(variant_dir: Path, where: str, trusted_roots: Sequence[Path] =
     return files
 
 
-def _nested_deeper_than(text: str, limit: int) -> bool:
-    """Whether ``[``/``{`` nest more than ``limit`` levels outside strings (json.loads recurses once per level)."""
-    depth = 0
-    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
-        if match.group() in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        else:
-            depth -= 1
-    return False
-
-
 def _expect(value: object, types: tuple[type, ...], field: str, expected: str, where: str) -> None:
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
         raise InvalidVariant(f"{where}/metadata.json: {field!r} must be {expected}, got {type(value).__name__} "
@@ -151,18 +136,7 @@ def read_metadata(files: Mapping[str, Path], where: str) -> dict[str, Any]:
     shown = f"{where}/metadata.json"
     with path.open("rb") as fh:
         raw = fh.read(MAX_METADATA_BYTES + 1)
-    if len(raw) > MAX_METADATA_BYTES:
-        raise InvalidVariant(f"{shown}: larger than {MAX_METADATA_BYTES} bytes (kernel-builder's is a few kB)")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidVariant(f"{shown}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    if _nested_deeper_than(text, MAX_METADATA_DEPTH):
-        raise InvalidVariant(f"{shown}: nested deeper than {MAX_METADATA_DEPTH} levels")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:  # JSONDecodeError, and int() past sys.get_int_max_str_digits
-        raise InvalidVariant(f"{shown}: not valid JSON: {str(exc).splitlines()[0]}") from None
+    data = loads_limited(raw, shown, max_bytes=MAX_METADATA_BYTES, max_depth=MAX_METADATA_DEPTH, error=InvalidVariant)
     if not isinstance(data, dict):
         raise InvalidVariant(f"{shown}: expected a JSON object, got {type(data).__name__}")
     _check_fields(data, where)
@@ -173,11 +147,11 @@ def find_package(files: Mapping[str, Path], metadata: Mapping[str, Any], kernel:
     """``(import name, prefix inside the variant)``: flat → ``(name, "")``, nested → ``(pkg, "pkg/")``."""
     if "__init__.py" in files:
         name = str(metadata.get("name") or kernel).replace("-", "_")
-        if not _IDENTIFIER.match(name):
+        if not _IDENTIFIER.fullmatch(name):
             raise InvalidVariant(f"{where}: package name {name!r} (from the kernel name) is not a Python identifier")
         return name, ""
     packages = sorted({rel.split("/")[0] for rel in files if rel.count("/") == 1 and rel.endswith("/__init__.py")})
-    packages = [p for p in packages if _IDENTIFIER.match(p)]
+    packages = [p for p in packages if _IDENTIFIER.fullmatch(p)]
     if not packages:
         raise InvalidVariant(
             f"{where}: no Python package (neither {where}/__init__.py, flat layout, nor {where}/<pkg>/__init__.py, "

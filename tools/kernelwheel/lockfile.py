@@ -12,6 +12,11 @@ each file the path bytes are followed by the raw bytes of the file's Hub object 
 (``sha1(b"blob <len>\\0" + data)``) or, for a Git LFS file, the SHA-256 of its content. In the Hugging Face cache the
 blob a snapshot file links to is named by that id (40 hex = git blob, 64 hex = LFS), which is how ``kernels``
 itself tells the two apart; a plain directory is hashed as git blobs.
+
+A lock file is untrusted input: it is read within size and depth limits (``jsonload``), its repo ids must be Hub
+repo ids (``huggingface_hub``'s own check) and its variant names plain ASCII folder names (no ``/``, ``..`` or glob
+character), since both become download patterns and paths; a safe name that is no variant is skipped later, with
+the reason, like any other.
 """
 
 from __future__ import annotations
@@ -25,13 +30,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # exported lazily
 from kernels._rust import KernelLocks
 
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
+from tools.kernelwheel.jsonload import loads_limited
 
 HASH_TYPE = "git_lfs_concat"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _HASH = re.compile(r"^sha256-[0-9a-f]{64}$")
+_VARIANT_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
+# A lock names a few kernels with a few dozen variants each.
+MAX_LOCKFILE_BYTES = 16 * 1024 * 1024
+MAX_LOCKFILE_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -60,13 +72,13 @@ def _parse_current(text: str) -> list[KernelLock] | None:
 
 def parse_lockfile(text: str, source: str = "kernels.lock") -> list[KernelLock]:
     """Parse and validate the JSON of a lock file (either format)."""
+    data = loads_limited(text.encode("utf-8", "surrogateescape"), source, max_bytes=MAX_LOCKFILE_BYTES,
+                         max_depth=MAX_LOCKFILE_DEPTH, error=InvalidLockfile)
     current = _parse_current(text)
     if current is not None:
+        for lock in current:
+            _check_repo_id(lock.repo_id, source)
         return current
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidLockfile(f"{source}: not valid JSON: {exc}") from None
     if not isinstance(data, list):
         raise InvalidLockfile(f"{source}: expected a JSON list of kernel locks, got {type(data).__name__}")
     locks: list[KernelLock] = []
@@ -85,12 +97,16 @@ def parse_lockfile(text: str, source: str = "kernels.lock") -> list[KernelLock]:
         repo_id, sha, variants = entry["repo_id"], entry["sha"], entry["variants"]
         if not isinstance(repo_id, str) or repo_id.count("/") != 1:
             raise InvalidLockfile(f"{where}: repo_id {repo_id!r} is not of the form 'org/name'")
-        if not isinstance(sha, str) or not _SHA.match(sha):
+        _check_repo_id(repo_id, where)
+        if not isinstance(sha, str) or not _SHA.fullmatch(sha):
             raise InvalidLockfile(f"{where} ({repo_id}): sha {sha!r} is not a 40-hex-digit commit")
         if not isinstance(variants, dict):
             raise InvalidLockfile(f"{where} ({repo_id}): variants must be an object")
         parsed: dict[str, VariantLock] = {}
         for name, lock in variants.items():
+            if not _VARIANT_FOLDER.fullmatch(name):
+                raise InvalidLockfile(f"{where} ({repo_id}): variant {name!r} is not a plain folder name (ASCII "
+                                      "letters, digits, '.', '_', '-'; no '/', '..' or glob characters)")
             if not isinstance(lock, dict) or not isinstance(lock.get("hash"), str):
                 raise InvalidLockfile(f"{where} ({repo_id}): variant {name!r} has no hash")
             hash_type = lock.get("hash_type", HASH_TYPE)
@@ -98,18 +114,33 @@ def parse_lockfile(text: str, source: str = "kernels.lock") -> list[KernelLock]:
                 raise InvalidLockfile(
                     f"{where} ({repo_id}): variant {name!r} has hash_type {hash_type!r}; only {HASH_TYPE!r} is known"
                 )
-            if not _HASH.match(lock["hash"]):
+            if not _HASH.fullmatch(lock["hash"]):
                 raise InvalidLockfile(f"{where} ({repo_id}): variant {name!r} hash is not 'sha256-<64 hex>'")
             parsed[name] = VariantLock(lock["hash"], hash_type)
         locks.append(KernelLock(repo_id, sha, MappingProxyType(parsed)))
     return locks
 
 
+def _check_repo_id(repo_id: str, where: str) -> None:
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise InvalidLockfile(f"{where}: repo_id {repo_id!r:.120} is not a Hub repo id: "
+                              f"{str(exc).splitlines()[0][:160]}") from None
+
+
 def load_lockfile(path: Path) -> list[KernelLock]:
     try:
-        text = path.read_text()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_LOCKFILE_BYTES + 1)
     except OSError as exc:
         raise InvalidLockfile(f"{path}: cannot be read: {exc.strerror}") from None
+    if len(raw) > MAX_LOCKFILE_BYTES:
+        raise InvalidLockfile(f"{path}: larger than {MAX_LOCKFILE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidLockfile(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     return parse_lockfile(text, str(path))
 
 

@@ -12,6 +12,10 @@ Scheme (README, "Naming scheme"):
   so that ``torch2.10`` sorts above ``torch2.9`` (PEP 440 compares dot-separated local segments as numbers).
   Stable-ABI builds carry no label.
 * ``Requires-Dist``: ``torch==X.Y.*`` for a build tied to one minor, ``torch>=X.Y`` for a stable-ABI build.
+
+Lengths: a wheel filename must fit the file system's 255-byte name limit together with what is made from it (the
+index's ``<wheel>.metadata``, the ``.<name>.<pid>.<random>.part`` temporaries of ``atomic``), so a long kernel name
+or version is refused here, before anything is written, instead of failing with ENAMETOOLONG in the middle.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from tools.kernelwheel.atomic import TEMPORARY_NAME_OVERHEAD
 from tools.kernelwheel.errors import InvalidVariantName, InvalidWheelName
 from tools.kernelwheel.variants import Backend, Torch, TorchStableAbi, TvmFfi, Variant
 
@@ -35,11 +40,27 @@ _KERNEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _CUDA_VERSION = re.compile(r"^(\d+)\.(\d+)")
 # Lowest glibc any manylinux tag names (PEP 600; manylinux2014 == manylinux_2_17).
 _MIN_MANYLINUX_GLIBC = (2, 17)
+# The longest file or folder name Linux file systems hold (NAME_MAX), in bytes.
+NAME_MAX = 255
+# ".metadata": the PEP 658 file the index writes beside each wheel.
+MAX_WHEEL_FILENAME_BYTES = NAME_MAX - len(".metadata") - TEMPORARY_NAME_OVERHEAD
+
+
+def parse_version(value: object, what: str) -> Version:
+    """``value`` (a string or integer) as a PEP 440 version; ``InvalidWheelName`` naming ``what`` otherwise."""
+    if isinstance(value, Version):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InvalidWheelName(f"{what} {value!r:.60} is not a PEP 440 version (expected e.g. '0.1.0')")
+    try:
+        return Version(str(value))
+    except (InvalidVersion, ValueError):  # ValueError: int() past sys.get_int_max_str_digits on a huge number
+        raise InvalidWheelName(f"{what} {str(value)[:60]!r} is not a PEP 440 version (expected e.g. '0.1.0')") from None
 
 
 def validate_kernel_name(kernel: str) -> str:
     """Return ``kernel`` if it can be a distribution name (PEP 508 name rules), else raise."""
-    if not _KERNEL_NAME.match(kernel):
+    if not _KERNEL_NAME.fullmatch(kernel):  # fullmatch: '$' would admit a final newline
         raise InvalidWheelName(
             f"kernel name {kernel!r} is not a valid distribution name: expected letters, digits, '.', '_' or "
             "'-', starting and ending with a letter or digit"
@@ -72,10 +93,7 @@ def cuda_backend_tag(cuda_version: str) -> str:
 
 def torch_minor(torch_version: str | Version) -> Version:
     """``"2.14.1+cu130"`` → ``Version("2.14")``: the part of torch's version that its C++ ABI is tied to."""
-    try:
-        version = torch_version if isinstance(torch_version, Version) else Version(str(torch_version))
-    except InvalidVersion:
-        raise InvalidWheelName(f"torch version {torch_version!r} is not a PEP 440 version") from None
+    version = parse_version(torch_version, "torch version")
     return Version(f"{version.major}.{version.minor}")
 
 
@@ -97,10 +115,7 @@ def labelled_torch(version: Version) -> Version | None:
 
 def kernel_version(base: str | Version, torch: Version | None) -> Version:
     """The wheel version: ``0.1.0`` + torch 2.14 → ``0.1.0+torch2.14``; ``torch=None`` (stable ABI) → ``0.1.0``."""
-    try:
-        version = base if isinstance(base, Version) else Version(str(base))
-    except InvalidVersion:
-        raise InvalidWheelName(f"kernel version {base!r} is not a PEP 440 version (expected e.g. '0.1.0')") from None
+    version = parse_version(base, "kernel version")
     if version.local is not None:
         raise InvalidWheelName(
             f"kernel version {base!r} already has a local label; expected a public version such as "
@@ -162,6 +177,14 @@ class WheelName:
     @property
     def filename(self) -> str:
         name = f"{self.project}-{self.version}-{self.tag}.whl"
+        size = len(name.encode("utf-8"))
+        if size > MAX_WHEEL_FILENAME_BYTES:
+            raise InvalidWheelName(
+                f"wheel filename {name[:48] + '...' + name[-24:]!r} is {size} bytes, over the "
+                f"{MAX_WHEEL_FILENAME_BYTES} that fit (the {NAME_MAX}-byte file-name limit, less room for the "
+                f".metadata file and temporary names): shorten the kernel name (--dist-name) or the version "
+                f"(--kernel-version)"
+            )
         # Round-trip through packaging so that a name we write is always one pip accepts.
         try:
             parse_wheel_filename(name)
@@ -216,10 +239,12 @@ def wheel_name_for(
     else:
         distribution = distribution_name(kernel, variant.backend_tag)
         version = kernel_version(base_version, framework.version if isinstance(framework, Torch) else None)
-    return WheelName(
+    name = WheelName(
         distribution=distribution,
         version=version,
         python_tag=python_tag,
         abi_tag=abi_tag,
         platform_tag=platform_tag,
     )
+    name.filename  # noqa: B018  (raises InvalidWheelName for a name that cannot be written: checked up front)
+    return name

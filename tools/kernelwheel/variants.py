@@ -84,7 +84,7 @@ class Backend:
         if s in _UNVERSIONED:
             return cls(_UNVERSIONED[s])
         for kind, pattern in cls._PATTERNS:
-            match = pattern.match(s)
+            match = pattern.fullmatch(s)
             if match:
                 major, minor = match.groups()
                 return cls(kind, Version(f"{int(major)}.{int(minor)}"))
