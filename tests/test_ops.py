@@ -182,8 +182,69 @@ def test_the_op_refuses_an_out_that_overlaps_its_input() -> None:
     image = torch.zeros(4, 4, 3, dtype=torch.uint8)
     with pytest.raises(RuntimeError, match="out overlaps the image's memory"):
         torch.ops.img2gray.img2gray.out(image, out=image[..., 0])
-    with pytest.raises(RuntimeError, match=r"more than one element of .* refers to a single memory location"):
+    with pytest.raises(RuntimeError, match=r"more than one element of out may refer to a single memory location"):
         torch.ops.img2gray.img2gray.out(image, out=torch.zeros(1, dtype=torch.uint8).expand(4, 4))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_self_overlapping_out_is_refused(device: str) -> None:
+    """as_strided((4, 4), (1, 1)) puts 16 elements in 7 bytes: ATen calls that "too hard" and would write
+    through it; the op refuses it, with nothing written. A non-contiguous out that does not overlap is fine."""
+    image = random_image((4, 4, 3), torch.uint8, device)
+    base = torch.full((16,), 7, dtype=torch.uint8, device=device)
+    for call in (lambda: torch.ops.img2gray.img2gray.out(image, out=base.as_strided((4, 4), (1, 1))),
+                 lambda: img2gray.img2gray(image, out=base.as_strided((4, 4), (1, 1))),
+                 lambda: img2gray.img2gray(image, out=base.as_strided((4, 4), (2, 1)))):
+        with pytest.raises(RuntimeError, match=r"out may refer to a single memory location \(internal overlap\)"):
+            call()
+        assert torch.equal(base, torch.full((16,), 7, dtype=torch.uint8, device=device))
+    roomy = torch.zeros(64, dtype=torch.uint8, device=device).as_strided((4, 4), (3, 12))
+    assert torch.equal(img2gray.img2gray(image, out=roomy), img2gray.img2gray(image))
+
+
+def test_an_out_on_another_device_is_refused_not_skipped() -> None:
+    """A meta tensor wins dispatch, so these reached the fake kernel, which returned `out` without computing."""
+    image = random_image((4, 4, 3), torch.uint8, "cpu")
+    meta_out = torch.empty(4, 4, dtype=torch.uint8, device="meta")
+    with pytest.raises(RuntimeError, match=r"expected out on cpu \(the image's device\), got meta"):
+        torch.ops.img2gray.img2gray.out(image, out=meta_out)
+    cpu_out = torch.full((4, 4), 9, dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match=r"expected out on meta \(the image's device\), got cpu"):
+        torch.ops.img2gray.img2gray.out(image.to("meta"), out=cpu_out)
+    assert torch.equal(cpu_out, torch.full((4, 4), 9, dtype=torch.uint8))
+    with pytest.raises(ValueError, match=r"expected out on meta \(the image's device\), got out on cpu"):
+        img2gray.img2gray(image.to("meta"), out=cpu_out)
+    # Both on meta is shape inference, and allowed.
+    assert img2gray.img2gray(image.to("meta")).shape == (4, 4)
+    assert torch.ops.img2gray.img2gray.out(image.to("meta"), out=meta_out) is meta_out
+
+
+def test_out_none_through_torch_ops_is_a_clear_error() -> None:
+    classic = img2gray.build_info().abi == "classic"
+    with pytest.raises(TypeError if classic else RuntimeError, match=r"^img2gray: expected out to be a Tensor, got None$"):
+        torch.ops.img2gray.img2gray.out(torch.zeros(2, 2, 3, dtype=torch.uint8), out=None)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        pytest.param(lambda: torch.nested.nested_tensor([torch.rand(2, 2, 3), torch.rand(3, 2, 3)]), id="nested"),
+        pytest.param(lambda: torch.rand(2, 2, 3).to_sparse(), id="sparse"),
+    ],
+)
+def test_nested_and_sparse_images_are_clear_errors(image: object) -> None:
+    tensor = image()  # type: ignore[operator]
+    with pytest.raises(TypeError, match=r"^img2gray: expected a strided \(dense\) image of shape \(\.\.\., H, W, 3\), got "):
+        img2gray.img2gray(tensor)
+    classic = img2gray.build_info().abi == "classic"
+    with pytest.raises(TypeError if classic else RuntimeError, match=r"^img2gray: expected a strided \(dense\) image"):
+        torch.ops.img2gray.img2gray(tensor)
+
+
+def test_a_jagged_nested_image_is_a_clear_error() -> None:
+    jagged = torch.nested.nested_tensor([torch.rand(2, 2, 3), torch.rand(3, 2, 3)], layout=torch.jagged)
+    with pytest.raises(TypeError, match=r"expected a strided \(dense\) image .* got a nested tensor"):
+        img2gray.img2gray(jagged)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -214,3 +275,83 @@ def test_torch_compile_fullgraph_has_no_graph_break(device: str) -> None:
     for shape in [(16, 24, 3), (2, 5, 7, 3)]:
         image = random_image(shape, torch.uint8, device)
         assert torch.equal(compiled(image), normalised_gray(image))
+
+
+def luma_jacobian(pixels: int, dtype: torch.dtype) -> torch.Tensor:
+    """The op's analytic derivative on `pixels` pixels: gray[p] = sum_c w_c * rgb[p, c], so d gray / d rgb is
+    block-diagonal with (0.299, 0.587, 0.114) in each row."""
+    weights = torch.tensor(img2gray.ops.LUMA_WEIGHTS, dtype=torch.float64)
+    return torch.kron(torch.eye(pixels, dtype=torch.float64), weights[None, :]).to(dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradcheck_float32(device: str) -> None:
+    """float64 is not a supported dtype, so gradcheck runs in float32: the op is linear, so the finite
+    difference only carries rounding (|x| <= 1, eps 1e-2 → about 1e-5); atol 1e-3 leaves room for that."""
+    image = torch.rand(2, 3, 5, 3, dtype=torch.float32, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(torch.ops.img2gray.img2gray, (image,), eps=1e-2, atol=1e-3, rtol=1e-3,
+                                    fast_mode=False)
+    assert torch.autograd.gradcheck(img2gray.img2gray, (image,), eps=1e-2, atol=1e-3, rtol=1e-3)
+    assert torch.autograd.gradgradcheck(img2gray.img2gray, (image,), eps=1e-2, atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_jacobian_is_the_analytic_linear_map(device: str, dtype: torch.dtype) -> None:
+    image = random_image((3, 4, 3), dtype, device).requires_grad_()
+    jacobian = torch.autograd.functional.jacobian(img2gray.img2gray, image)  # (3, 4) x (3, 4, 3)
+    assert jacobian.dtype == dtype
+    assert torch.equal(jacobian.reshape(12, 36).cpu(), luma_jacobian(12, dtype))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_backward_through_a_strided_view(device: str, dtype: torch.dtype) -> None:
+    base = random_image((6, 8, 3), dtype, device).requires_grad_()
+    view = base.transpose(0, 1)[::2]
+    grad = random_image((4, 6), dtype, device)
+    img2gray.img2gray(view).backward(grad)
+    expected = torch.zeros_like(base).transpose(0, 1)
+    expected[::2] = torch.stack([grad * w for w in img2gray.ops.LUMA_WEIGHTS], dim=-1)
+    assert base.grad is not None and torch.equal(base.grad, expected.transpose(0, 1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_no_grad_paths_build_no_graph(device: str) -> None:
+    image = random_image((4, 5, 3), torch.float32, device)
+    assert img2gray.img2gray(image).grad_fn is None
+    with torch.no_grad():
+        assert img2gray.img2gray(image.requires_grad_()).grad_fn is None
+    assert img2gray.img2gray(image).grad_fn is not None
+    assert torch.ops.img2gray.img2gray(image).grad_fn is not None
+
+
+def test_uint8_cannot_require_grad() -> None:
+    """The op is differentiable for float dtypes only; torch itself refuses a uint8 leaf that requires grad."""
+    with pytest.raises(RuntimeError, match=r"(?i)only Tensors of floating point .*can require gradients"):
+        torch.zeros(2, 2, 3, dtype=torch.uint8).requires_grad_()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_with_autograd_is_refused_as_torch_does(device: str) -> None:
+    image = random_image((4, 5, 3), torch.float32, device)
+    out = torch.full((4, 5), -1.0, device=device)
+    message = r"^img2gray\(\): functions with out=\.\.\. arguments don't support automatic differentiation"
+    with pytest.raises(RuntimeError, match=message):
+        img2gray.img2gray(image.requires_grad_(), out=out)
+    with pytest.raises(RuntimeError, match=message):
+        img2gray.img2gray(image.detach(), out=out.clone().requires_grad_())
+    assert torch.equal(out, torch.full((4, 5), -1.0, device=device))
+    with torch.no_grad():
+        assert torch.equal(img2gray.img2gray(image, out=out), img2gray.img2gray(image.detach()))
+    if img2gray.build_info().abi == "classic":  # the classic build's out= has a C++ autograd kernel
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.img2gray.img2gray.out(image, out=out)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_opcheck_with_autograd(device: str, dtype: torch.dtype) -> None:
+    """opcheck's autograd tests (registration, aot_dispatch_dynamic with a backward) on inputs requiring grad."""
+    image = random_image((2, 5, 7, 3), dtype, device).requires_grad_()
+    torch.library.opcheck(torch.ops.img2gray.img2gray.default, (image,))

@@ -7,15 +7,21 @@
 #include "../python_module.h"
 
 #include <ATen/ATen.h>
-#include <ATen/MemoryOverlap.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
 #include <torch/library.h>
 
 #ifdef IMG2GRAY_WITH_CUDA
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
+
+#include <optional>
 
 namespace img2gray {
 namespace {
@@ -35,7 +41,9 @@ Dtype kernel_dtype(at::ScalarType type) {
   }
 }
 
+// The checks run once per call, here (the Python wrapper adds none on the success path).
 void check_image(const at::Tensor& image) {
+  TORCH_CHECK_TYPE(image.defined(), "img2gray: expected image to be a Tensor, got None");
   TORCH_CHECK_VALUE(image.dim() >= 3 && image.size(-1) == 3,
                     "img2gray: expected an RGB image of shape (..., H, W, 3), got shape ", image.sizes());
   kernel_dtype(image.scalar_type());
@@ -48,17 +56,35 @@ std::vector<int64_t> gray_shape(const at::Tensor& image) {
 }
 
 void check_out(const at::Tensor& image, const at::Tensor& out) {
+  TORCH_CHECK_TYPE(out.defined(), "img2gray: expected out to be a Tensor, got None");
   TORCH_CHECK_TYPE(out.scalar_type() == image.scalar_type(), "img2gray: expected out of dtype ",
                    image.scalar_type(), " (the image's), got ", out.scalar_type());
   TORCH_CHECK_VALUE(out.device() == image.device(), "img2gray: expected out on ", image.device(),
                     " (the image's device), got ", out.device());
-  TORCH_CHECK_VALUE(out.sizes() == at::IntArrayRef(gray_shape(image)), "img2gray: expected out of shape ",
-                    at::IntArrayRef(gray_shape(image)), ", got ", out.sizes());
-  at::assert_no_internal_overlap(out);
-  TORCH_CHECK(out.numel() == 0 || image.numel() == 0 ||
+  TORCH_CHECK_VALUE(out.dim() + 1 == image.dim() && out.sizes() == image.sizes().slice(0, out.dim()),
+                    "img2gray: expected out of shape ", at::IntArrayRef(gray_shape(image)), ", got ", out.sizes());
+  if (out.numel() == 0) {
+    return;
+  }
+  TORCH_CHECK(out.is_contiguous() || !may_self_overlap(out.sizes(), out.strides()),
+              "img2gray: more than one element of out may refer to a single memory location (internal overlap); "
+              "expected an out whose elements do not share memory, got strides ", out.strides());
+  TORCH_CHECK(image.numel() == 0 ||
                   !overlap(byte_span(out.data_ptr(), out.sizes(), out.strides(), out.element_size()),
                            byte_span(image.data_ptr(), image.sizes(), image.strides(), image.element_size())),
               "img2gray: out overlaps the image's memory");
+}
+
+// Allocation straight from the backend's allocator (CUDA: the caching allocator), as at::empty ends up doing,
+// without a second trip through the dispatcher.
+at::Tensor new_gray(const at::Tensor& image) {
+  const auto shape = gray_shape(image);
+#ifdef IMG2GRAY_WITH_CUDA
+  if (image.is_cuda()) {
+    return at::detail::empty_cuda(shape, image.scalar_type(), image.device(), at::MemoryFormat::Contiguous);
+  }
+#endif
+  return at::detail::empty_cpu(shape, image.scalar_type(), /*pin_memory=*/false, at::MemoryFormat::Contiguous);
 }
 
 // Kernel runners: `image` contiguous (..., 3), `out` contiguous with image.numel() / 3 elements.
@@ -75,8 +101,11 @@ void run_cpu(const at::Tensor& image, at::Tensor& out) {
 #ifdef IMG2GRAY_WITH_CUDA
 template <CudaKernel kKernel>
 void run_cuda(const at::Tensor& image, at::Tensor& out) {
-  const c10::cuda::CUDAGuard guard(image.device());
   const int device = image.device().index();
+  std::optional<c10::cuda::CUDAGuard> guard;  // most calls are already on the image's device
+  if (c10::cuda::current_device() != device) {
+    guard.emplace(image.device());
+  }
   C10_CUDA_CHECK(launch_cuda(kKernel, kernel_dtype(image.scalar_type()), image.const_data_ptr(),
                              out.mutable_data_ptr(), out.numel(), device, c10::cuda::getCurrentCUDAStream(device)));
 }
@@ -85,8 +114,10 @@ void run_cuda(const at::Tensor& image, at::Tensor& out) {
 template <Runner kRun>
 at::Tensor functional(const at::Tensor& image) {
   check_image(image);
-  at::Tensor out = at::empty(gray_shape(image), image.options().memory_format(at::MemoryFormat::Contiguous));
-  kRun(image.contiguous(), out);
+  at::Tensor out = new_gray(image);
+  if (out.numel() > 0) {
+    kRun(image.contiguous(), out);  // non-contiguous input: one copy, then the fast path
+  }
   return out;
 }
 
@@ -94,7 +125,10 @@ template <Runner kRun>
 at::Tensor& out_variant(const at::Tensor& image, at::Tensor& out) {
   check_image(image);
   check_out(image, out);
-  const at::Tensor rgb = image.contiguous();  // non-contiguous input: one copy, then the fast path
+  if (out.numel() == 0) {
+    return out;
+  }
+  const at::Tensor rgb = image.contiguous();
   if (out.is_contiguous()) {
     kRun(rgb, out);
   } else {
@@ -102,6 +136,37 @@ at::Tensor& out_variant(const at::Tensor& image, at::Tensor& out) {
     kRun(rgb, dense);
     out.copy_(dense);
   }
+  return out;
+}
+
+// The Autograd kernel of the out= overload: torch's own rule for out= ops (the functional overload's backward is
+// registered from Python with torch.library.register_autograd, python/img2gray/ops.py).
+at::Tensor& out_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
+  TORCH_CHECK(!(c10::GradMode::is_enabled() && (image.requires_grad() || out.requires_grad())),
+              "img2gray(): functions with out=... arguments don't support automatic differentiation, but one of "
+              "the arguments requires grad.");
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow(IMG2GRAY_STRINGIFY(IMG2GRAY_OPS_NAMESPACE) "::img2gray", "out")
+                             .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  const at::AutoDispatchBelowAutograd below_autograd;
+  return op.redispatch(keys & c10::after_autograd_keyset, image, out);
+}
+
+// Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
+// arguments from the 'NestedTensorCPU' backend" (or, through Python, "Internal error").
+constexpr const char kNested[] = "a nested tensor";
+constexpr const char kSparse[] = "a sparse tensor";
+
+template <const char* kWhat>
+at::Tensor refuse_layout(const at::Tensor& image) {
+  TORCH_CHECK_TYPE(false, "img2gray: expected a strided (dense) image of shape (..., H, W, 3), got ", kWhat,
+                   " (convert each image separately, or call .to_dense())");
+  return image;  // not reached
+}
+
+template <const char* kWhat>
+at::Tensor& refuse_layout_out(const at::Tensor& image, at::Tensor& out) {
+  refuse_layout<kWhat>(image);
   return out;
 }
 
@@ -118,6 +183,22 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
   m.impl("img2gray", &functional<run_cpu>);
   m.impl("img2gray.out", &out_variant<run_cpu>);
 }
+
+IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, Autograd, m) {
+  m.impl("img2gray.out", TORCH_FN(out_autograd));
+}
+
+#define IMG2GRAY_REFUSE(key, what)                                           \
+  IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {      \
+    m.impl("img2gray", &refuse_layout<what>);                                \
+    m.impl("img2gray.out", &refuse_layout_out<what>);                        \
+  }
+IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
+IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)
+IMG2GRAY_REFUSE(SparseCPU, kSparse)
+IMG2GRAY_REFUSE(SparseCUDA, kSparse)
+IMG2GRAY_REFUSE(SparseCsrCPU, kSparse)
+IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
 
 #ifdef IMG2GRAY_WITH_CUDA
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {

@@ -1,8 +1,8 @@
 // The stable-ABI binding: torch::stable::Tensor and STABLE_TORCH_LIBRARY, compiled with TORCH_TARGET_VERSION
 // set to torch 2.10 (CMakeLists.txt). It reaches torch only through the versioned C shims, so one binary runs
 // under every torch >= 2.10 (no at::/c10:: symbol is imported; tests check the ELF). Same schema, checks and
-// kernels as classic/torch_binding.cpp; errors surface as RuntimeError (the Python wrapper raises the typed
-// ValueError/TypeError before the op is reached).
+// kernels as classic/torch_binding.cpp; errors surface as RuntimeError (the Python wrapper re-raises them as the
+// typed ValueError/TypeError the classic build raises).
 #include "../byte_span.h"
 #include "../kernels.h"
 #include "../ops_names.h"
@@ -20,9 +20,13 @@
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/macros.h>
 #endif
+#include <torch/headeronly/macros/Macros.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,8 +43,22 @@ namespace {
 using torch::headeronly::ScalarType;
 using torch::stable::Tensor;
 
+// One-line errors (STD_TORCH_CHECK prefixes "function, file:line, "); they surface as RuntimeError, which the
+// Python wrapper turns into the same typed TypeError/ValueError as the classic build's.
+template <typename... Args>
+[[noreturn]] void fail(const Args&... args) {
+  std::ostringstream message;
+  ((message << args), ...);
+  throw std::runtime_error(message.str());
+}
+#define IMG2GRAY_CHECK(cond, ...) \
+  if (C10_UNLIKELY(!(cond))) {    \
+    fail(__VA_ARGS__);            \
+  }
+
 // "[2, 2]": shapes in messages as ATen prints them, so both builds say the same thing.
-std::string format_shape(torch::headeronly::IntHeaderOnlyArrayRef sizes) {
+template <typename Ints>
+std::string format_shape(const Ints& sizes) {
   std::string text = "[";
   for (size_t i = 0; i < sizes.size(); ++i) {
     text += (i ? ", " : "") + std::to_string(sizes[i]);
@@ -59,9 +77,31 @@ Dtype kernel_dtype(ScalarType type) {
     case ScalarType::BFloat16:
       return Dtype::kBFloat16;
     default:
-      STD_TORCH_CHECK(false, "img2gray: expected dtype uint8, float16, bfloat16 or float32, got ",
-                      torch::headeronly::toString(type));
+      fail("img2gray: expected dtype uint8, float16, bfloat16 or float32, got ", torch::headeronly::toString(type));
   }
+}
+
+// (type, index) as the AOTI shim reports them; "cuda:0", "cpu", "meta" as torch prints them.
+struct DeviceId {
+  int32_t type;
+  int32_t index;
+  bool operator==(const DeviceId& other) const { return type == other.type && index == other.index; }
+};
+
+DeviceId device_of(const Tensor& t) {
+  int32_t type = 0;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(t.get(), &type));
+  return {type, t.get_device_index()};
+}
+
+std::string device_name(DeviceId device) {
+  if (device.type == aoti_torch_device_type_cpu()) {
+    return "cpu";
+  }
+  const std::string type = device.type == aoti_torch_device_type_cuda()   ? "cuda"
+                           : device.type == aoti_torch_device_type_meta() ? "meta"
+                                                                          : "device type " + std::to_string(device.type);
+  return device.index >= 0 ? type + ":" + std::to_string(device.index) : type;
 }
 
 std::vector<int64_t> gray_shape(const Tensor& image) {
@@ -69,9 +109,11 @@ std::vector<int64_t> gray_shape(const Tensor& image) {
   return std::vector<int64_t>(sizes.begin(), sizes.end() - 1);
 }
 
+// The checks run once per call, here (the Python wrapper adds none on the success path).
 void check_image(const Tensor& image) {
-  STD_TORCH_CHECK(image.dim() >= 3 && image.size(image.dim() - 1) == 3,
-                  "img2gray: expected an RGB image of shape (..., H, W, 3), got shape ", format_shape(image.sizes()));
+  IMG2GRAY_CHECK(image.defined(), "img2gray: expected image to be a Tensor, got None");
+  IMG2GRAY_CHECK(image.dim() >= 3 && image.size(image.dim() - 1) == 3,
+                 "img2gray: expected an RGB image of shape (..., H, W, 3), got shape ", format_shape(image.sizes()));
   kernel_dtype(image.scalar_type());
 }
 
@@ -80,26 +122,30 @@ ByteSpan span(const Tensor& t) {
 }
 
 void check_out(const Tensor& image, const Tensor& out) {
-  STD_TORCH_CHECK(out.scalar_type() == image.scalar_type(), "img2gray: expected out of dtype ",
-                  torch::headeronly::toString(image.scalar_type()), " (the image's), got ",
-                  torch::headeronly::toString(out.scalar_type()));
-  STD_TORCH_CHECK(out.is_cuda() == image.is_cuda() && out.get_device_index() == image.get_device_index(),
-                  "img2gray: expected out on the image's device");
+  IMG2GRAY_CHECK(out.defined(), "img2gray: expected out to be a Tensor, got None");
+  IMG2GRAY_CHECK(out.scalar_type() == image.scalar_type(), "img2gray: expected out of dtype ",
+                 torch::headeronly::toString(image.scalar_type()), " (the image's), got ",
+                 torch::headeronly::toString(out.scalar_type()));
+  const DeviceId device = device_of(image);
+  const DeviceId out_device = device_of(out);
+  IMG2GRAY_CHECK(out_device == device, "img2gray: expected out on ", device_name(device),
+                 " (the image's device), got ", device_name(out_device));
   const auto out_sizes = out.sizes();
-  const std::vector<int64_t> expected = gray_shape(image);
-  STD_TORCH_CHECK(std::vector<int64_t>(out_sizes.begin(), out_sizes.end()) == expected,
-                  "img2gray: expected out of shape ", format_shape(expected), ", got ", format_shape(out_sizes));
-  for (int64_t d = 0; d < out.dim(); ++d) {
-    STD_TORCH_CHECK(out.size(d) <= 1 || out.stride(d) != 0,
-                    "img2gray: more than one element of out refers to a single memory location (internal overlap)");
+  const auto sizes = image.sizes();
+  IMG2GRAY_CHECK(out_sizes.size() + 1 == sizes.size() && std::equal(out_sizes.begin(), out_sizes.end(), sizes.begin()),
+                 "img2gray: expected out of shape ", format_shape(gray_shape(image)), ", got ", format_shape(out_sizes));
+  if (out.numel() == 0) {
+    return;
   }
-  STD_TORCH_CHECK(out.numel() == 0 || image.numel() == 0 || !overlap(span(out), span(image)),
-                  "img2gray: out overlaps the image's memory");
+  IMG2GRAY_CHECK(out.is_contiguous() || !may_self_overlap(out.sizes(), out.strides()),
+                 "img2gray: more than one element of out may refer to a single memory location (internal overlap); "
+                 "expected an out whose elements do not share memory, got strides ", format_shape(out.strides()));
+  IMG2GRAY_CHECK(image.numel() == 0 || !overlap(span(out), span(image)), "img2gray: out overlaps the image's memory");
 }
 
 // The two calls on every op's path, kept off the boxed dispatcher (torch_call_dispatcher costs microseconds per
 // call, which the benchmark's per-call rows show): contiguous() only when needed, and allocation through the
-// AOTI C shim that ATen's own empty_strided sits behind.
+// AOTI C shim that ATen's own empty_strided sits behind (CUDA: torch's caching allocator).
 Tensor dense(const Tensor& t) {
   return t.is_contiguous() ? t : torch::stable::contiguous(t);
 }
@@ -136,7 +182,13 @@ void run_cpu(const Tensor& image, Tensor& out) {
 template <CudaKernel kKernel>
 void run_cuda(const Tensor& image, Tensor& out) {
   const int32_t device = image.get_device_index();
-  const torch::stable::accelerator::DeviceGuard guard(device);
+  // A device guard through the shim allocates one on the heap; most calls are already on the right device.
+  int32_t current = -1;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_device_index(&current));
+  std::optional<torch::stable::accelerator::DeviceGuard> guard;
+  if (current != device) {
+    guard.emplace(device);
+  }
   // The AOTI shim, not Stream::nativeHandle(), which needs torch 2.13.
   void* stream = nullptr;
   STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
@@ -149,8 +201,8 @@ template <Runner kRun>
 Tensor functional(const Tensor& image) {
   check_image(image);
   Tensor out = new_contiguous(image, gray_shape(image));
-  Tensor rgb = dense(image);
   if (out.numel() > 0) {
+    Tensor rgb = dense(image);  // non-contiguous input: one copy, then the fast path
     kRun(rgb, out);
   }
   return out;
@@ -163,7 +215,7 @@ Tensor out_variant(const Tensor& image, Tensor out) {
   if (out.numel() == 0) {
     return out;
   }
-  Tensor rgb = dense(image);  // non-contiguous input: one copy, then the fast path
+  Tensor rgb = dense(image);
   if (out.is_contiguous()) {
     kRun(rgb, out);
   } else {
@@ -172,6 +224,22 @@ Tensor out_variant(const Tensor& image, Tensor out) {
     torch::stable::copy_(out, packed);
   }
   return out;
+}
+
+// Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
+// arguments from the 'NestedTensorCPU' backend" (or, through Python, "Internal error").
+constexpr const char kNested[] = "a nested tensor";
+constexpr const char kSparse[] = "a sparse tensor";
+
+template <const char* kWhat>
+Tensor refuse_layout(const Tensor& /*image*/) {
+  fail("img2gray: expected a strided (dense) image of shape (..., H, W, 3), got ", kWhat,
+       " (convert each image separately, or call .to_dense())");
+}
+
+template <const char* kWhat>
+Tensor refuse_layout_out(const Tensor& image, Tensor /*out*/) {
+  return refuse_layout<kWhat>(image);
 }
 
 }  // namespace
@@ -188,6 +256,18 @@ IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
   m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
   m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cpu>));
 }
+
+#define IMG2GRAY_REFUSE(key, what)                                                        \
+  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {                   \
+    m.impl("img2gray", TORCH_BOX(&img2gray::refuse_layout<img2gray::what>));                     \
+    m.impl("img2gray.out", TORCH_BOX(&img2gray::refuse_layout_out<img2gray::what>));             \
+  }
+IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
+IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)
+IMG2GRAY_REFUSE(SparseCPU, kSparse)
+IMG2GRAY_REFUSE(SparseCUDA, kSparse)
+IMG2GRAY_REFUSE(SparseCsrCPU, kSparse)
+IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
 
 #ifdef IMG2GRAY_WITH_CUDA
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {

@@ -1,7 +1,10 @@
-"""The Python way into ``torch.ops.img2gray.img2gray``: input checks with clear errors, and fake kernels.
+"""The Python way into ``torch.ops.img2gray.img2gray``: the wrapper, the fake kernels and the backward.
 
-The fake (meta) kernels let ``torch.compile`` and other tracing tools infer output shapes without running
-the op, so a compiled function that calls it traces with ``fullgraph=True`` and no graph break.
+The op checks its arguments in C++, once per call; the wrapper adds nothing on the success path, and turns a
+refusal into the typed error the docs promise (the stable-ABI build can only raise RuntimeError from C++).
+The fake (meta) kernels let ``torch.compile`` and other tracing tools infer output shapes without running the
+op, so a compiled function that calls it traces with ``fullgraph=True`` and no graph break. The functional
+overload is differentiable for float dtypes (``torch.library.register_autograd``; the op is linear).
 """
 
 from __future__ import annotations
@@ -13,10 +16,20 @@ from torch import Tensor
 
 from ._ops import add_op_namespace_prefix, ops
 
-__all__ = ["SUPPORTED_DTYPES", "img2gray"]
+__all__ = ["LUMA_WEIGHTS", "SUPPORTED_DTYPES", "img2gray"]
 
 SUPPORTED_DTYPES = (torch.uint8, torch.float16, torch.bfloat16, torch.float32)
+LUMA_WEIGHTS = (0.299, 0.587, 0.114)  # ITU-R 601-2; the float kernels' weights, and the backward's
 _DTYPE_NAMES = "uint8, float16, bfloat16 or float32"
+OUT_AUTOGRAD_MESSAGE = ("img2gray(): functions with out=... arguments don't support automatic differentiation, "
+                        "but one of the arguments requires grad.")
+
+_functional = ops.img2gray.default
+_out = ops.img2gray.out
+# Dispatch straight to the CPU/CUDA kernel when no gradient is wanted: the autograd kernel that
+# register_autograd installs is Python, a few microseconds per call (benchmarks/NOTES.md).
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+_is_compiling = torch.compiler.is_compiling
 
 
 def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
@@ -24,21 +37,50 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
 
     uint8 results are bit-exact with Pillow's ``Image.convert("L")`` (ITU-R 601-2 luma); float results are
     ``0.299 r + 0.587 g + 0.114 b`` accumulated in float32 and rounded once to the input dtype. Runs on the
-    image's device (CPU or CUDA). Any leading batch dimensions and any strides are accepted.
+    image's device (CPU or CUDA). Any leading batch dimensions and any strides are accepted. Differentiable
+    for float dtypes (without ``out``: like torch's own ops, ``out=`` refuses arguments that require grad).
 
-    Raises ``TypeError`` for a non-tensor or an unsupported dtype and ``ValueError`` for a wrong shape, or an
-    ``out`` of the wrong shape, dtype or device.
+    Raises ``TypeError`` for a non-tensor, an unsupported dtype or layout, and ``ValueError`` for a wrong shape,
+    or an ``out`` of the wrong shape, dtype or device; ``RuntimeError`` for an ``out`` that overlaps the image
+    or itself, and for ``out=`` with autograd.
     """
-    _check_image(image)
-    if out is None:
-        return ops.img2gray.default(image)
-    _check_out(image, out)
-    return ops.img2gray.out(image, out=out)
+    try:
+        if out is None:
+            if _is_compiling() or (image.requires_grad and torch.is_grad_enabled()):
+                return _functional(image)
+            with _below_autograd():
+                return _functional(image)
+        if torch.is_grad_enabled() and (image.requires_grad or out.requires_grad):
+            raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
+        return _out(image, out=out)
+    except Exception as exc:
+        error = _explain(exc, image, out)
+        if error is exc:
+            raise
+        raise error from None
+
+
+def _explain(exc: Exception, image: object, out: object) -> Exception:
+    """The typed, one-line error for a refused call (the C++ checks ran first and said no), else ``exc``."""
+    try:
+        _check_image(image)
+        if out is not None:
+            _check_out(image, out)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as error:
+        return error
+    message = str(exc)
+    if message.startswith("img2gray: expected a strided (dense) image"):
+        return TypeError(message)
+    return exc
 
 
 def _check_image(image: object) -> None:
     if not isinstance(image, Tensor):
         raise TypeError(f"img2gray: expected image to be a torch.Tensor, got {type(image).__name__}")
+    if image.is_nested or image.layout != torch.strided:
+        kind = "a nested tensor" if image.is_nested else f"layout {image.layout}"
+        raise TypeError(f"img2gray: expected a strided (dense) image of shape (..., H, W, 3), got {kind} "
+                        "(convert each image separately, or call .to_dense())")
     if image.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"img2gray: expected image of dtype {_DTYPE_NAMES}, got {image.dtype}")
     if image.dim() < 3:
@@ -69,17 +111,32 @@ def _check_out(image: Tensor, out: object) -> None:
 
 @torch.library.register_fake(add_op_namespace_prefix("img2gray"))
 def _img2gray_fake(image: Tensor) -> Tensor:
-    torch._check(image.dim() >= 3 and image.shape[-1] == 3, lambda: "expected (..., H, W, 3)")
-    torch._check(image.dtype in SUPPORTED_DTYPES, lambda: f"unsupported dtype {image.dtype}")
+    torch._check(image.dim() >= 3 and image.shape[-1] == 3, lambda: "img2gray: expected (..., H, W, 3)")
+    torch._check(image.dtype in SUPPORTED_DTYPES, lambda: f"img2gray: unsupported dtype {image.dtype}")
     return image.new_empty(image.shape[:-1])
 
 
 @torch.library.register_fake(add_op_namespace_prefix("img2gray.out"))
 def _img2gray_out_fake(image: Tensor, *, out: Tensor) -> Tensor:
-    torch._check(tuple(out.shape) == tuple(image.shape[:-1]), lambda: "out has the wrong shape")
+    # Also the Meta kernel: a meta image with a CPU out (or the reverse) dispatches here, and must not "succeed".
+    torch._check(out.device == image.device,
+                 lambda: f"img2gray: expected out on {image.device} (the image's device), got {out.device}")
+    torch._check(out.dtype == image.dtype,
+                 lambda: f"img2gray: expected out of dtype {image.dtype} (the image's), got {out.dtype}")
+    torch._check(tuple(out.shape) == tuple(image.shape[:-1]),
+                 lambda: f"img2gray: expected out of shape {tuple(image.shape[:-1])}, got {tuple(out.shape)}")
     return out
 
 
 @torch.library.register_fake(add_op_namespace_prefix("_img2gray_simple"))
 def _img2gray_simple_fake(image: Tensor) -> Tensor:
     return image.new_empty(image.shape[:-1])
+
+
+def _img2gray_backward(ctx: object, grad: Tensor) -> Tensor:
+    """d gray / d image: the op is linear, so grad_image = grad[..., None] * weights, in the grad's dtype."""
+    r, g, b = LUMA_WEIGHTS
+    return torch.stack((grad * r, grad * g, grad * b), dim=-1)
+
+
+torch.library.register_autograd(add_op_namespace_prefix("img2gray"), _img2gray_backward)
