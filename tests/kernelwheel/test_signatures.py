@@ -17,7 +17,12 @@ from sigstore.verify import Verifier
 from sigstore.verify.policy import VerificationPolicy
 
 from tests.helpers import kernel_repos
-from tests.helpers.sigstore_fixtures import KERNELS_COMMUNITY, SigstoreInstance, WorkflowIdentity, kernels_verify_variant
+from tests.helpers.sigstore_fixtures import (
+    KERNELS_COMMUNITY,
+    SigstoreInstance,
+    WorkflowIdentity,
+    kernels_verify_variant,
+)
 from tools.kernelwheel import signatures
 from tools.kernelwheel.convert import Options, convert
 from tools.kernelwheel.errors import InvalidTrustSettings, InvalidVariant, SignatureInvalid

@@ -15,18 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias
-
-from cryptography.hazmat import asn1
-from cryptography.x509 import Certificate, ExtensionNotFound, ObjectIdentifier
-from kernels.verify import DEFAULT_POLICIES, GitHubWorkflowPolicy, VerificationResult
-from sigstore.errors import Error as SigstoreError
-from sigstore.models import Bundle, InvalidBundle, TrustedRoot
-from sigstore.verify import Verifier, policy
-from sigstore.verify.policy import VerificationPolicy
+from typing import TYPE_CHECKING
 
 from tools.kernelwheel.digests import verify_digest
 from tools.kernelwheel.errors import (
@@ -38,25 +31,35 @@ from tools.kernelwheel.errors import (
 )
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, read_metadata
 
+if TYPE_CHECKING:  # sigstore and kernels.verify are imported when a signature is checked (they take ~1 s to import)
+    from typing import TypeAlias
+
+    from cryptography.x509 import Certificate
+    from kernels.verify import VerificationResult
+    from sigstore.verify import Verifier
+    from sigstore.verify.policy import VerificationPolicy
+
+    # What ``verify_signature`` can answer: kernels' own result types for the signature half of ``verify_variant``.
+    SignatureResult: TypeAlias = (
+        VerificationResult.Success
+        | VerificationResult.SignatureBundleMissing
+        | VerificationResult.SignatureBundleInvalid
+        | VerificationResult.MetadataMissing
+        | VerificationResult.SignatureVerificationFailure
+    )
+
 MAX_BUNDLE_BYTES = 1 << 20  # real bundles are a few KiB; a bigger file is not read into memory
 _WORKFLOW_URI = re.compile(
     r"^https://github\.com/(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/\.github/workflows/[^/@\s]+\.ya?ml@\S+$"
 )
-_BUILD_SIGNER_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.9")  # Fulcio: the workflow that requested the certificate
-
-# What ``verify_signature`` can answer: kernels' own result types for the signature half of ``verify_variant``.
-SignatureResult: TypeAlias = (
-    VerificationResult.Success
-    | VerificationResult.SignatureBundleMissing
-    | VerificationResult.SignatureBundleInvalid
-    | VerificationResult.MetadataMissing
-    | VerificationResult.SignatureVerificationFailure
-)
+_BUILD_SIGNER_URI = "1.3.6.1.4.1.57264.1.9"  # Fulcio's extension naming the workflow that requested the certificate
 
 
 def workflow_policies(signer_workflows: Sequence[str]) -> list[VerificationPolicy]:
     """kernels' ``GitHubWorkflowPolicy`` per repository for these workflow URIs; kernels' ``DEFAULT_POLICIES``
     when none are given."""
+    from kernels.verify import DEFAULT_POLICIES, GitHubWorkflowPolicy
+
     if not signer_workflows:
         return list(DEFAULT_POLICIES)
     by_repo: dict[str, list[str]] = {}
@@ -73,37 +76,48 @@ def workflow_policies(signer_workflows: Sequence[str]) -> list[VerificationPolic
 
 def accepted_signers(policies: Sequence[VerificationPolicy]) -> list[str]:
     """The workflow URIs a list of ``GitHubWorkflowPolicy`` accepts (for messages)."""
+    from kernels.verify import GitHubWorkflowPolicy
+
     return [uri for p in policies if isinstance(p, GitHubWorkflowPolicy) for uri in p.signer_uris]
 
 
 def signer_of(cert: Certificate) -> str | None:
     """The build signer URI (the signing workflow) a Fulcio certificate names, if any."""
+    from cryptography.hazmat import asn1
+    from cryptography.x509 import ExtensionNotFound, ObjectIdentifier
+
     try:
-        value = cert.extensions.get_extension_for_oid(_BUILD_SIGNER_URI).value
+        value = cert.extensions.get_extension_for_oid(ObjectIdentifier(_BUILD_SIGNER_URI)).value
         return str(asn1.decode_der(str, value.value))  # type: ignore[attr-defined]
     except (ExtensionNotFound, ValueError):
         return None
 
 
 _VERIFIERS: dict[Path | None, tuple[Verifier | None, str | None]] = {}
+_VERIFIERS_LOCK = threading.Lock()  # variants may be checked on several threads
 
 
 def load_verifier(trusted_root: Path | None, warn: Callable[[str], None] | None = None) -> Verifier:
     """A sigstore ``Verifier`` for ``trusted_root`` (a ``trusted_root.json``), or Sigstore's production root as
     kernels uses it: refreshed through TUF, or, when that fails or ``HF_HUB_OFFLINE`` is set, the copy in the local
     TUF cache (sigstore-python ships one). One per root and process."""
-    if trusted_root not in _VERIFIERS:
-        _VERIFIERS[trusted_root] = _make_verifier(trusted_root)
-    verifier, note = _VERIFIERS[trusted_root]
-    if note is not None and warn is not None:
-        warn(note)
-        _VERIFIERS[trusted_root] = (verifier, None)  # said once
+    with _VERIFIERS_LOCK:
+        if trusted_root not in _VERIFIERS:
+            _VERIFIERS[trusted_root] = _make_verifier(trusted_root)
+        verifier, note = _VERIFIERS[trusted_root]
+        if note is not None and verifier is not None and warn is not None:
+            warn(note)
+            _VERIFIERS[trusted_root] = (verifier, None)  # said once
     if verifier is None:
         raise InvalidTrustSettings(str(note))
     return verifier
 
 
 def _make_verifier(trusted_root: Path | None) -> tuple[Verifier | None, str | None]:
+    from sigstore.errors import Error as SigstoreError
+    from sigstore.models import TrustedRoot
+    from sigstore.verify import Verifier
+
     if trusted_root is not None:
         try:
             return Verifier(trusted_root=TrustedRoot.from_file(str(trusted_root))), None
@@ -128,6 +142,11 @@ def verify_signature(metadata: bytes | None, bundle: bytes | None, verifier: Ver
                      policies: Sequence[VerificationPolicy]) -> SignatureResult:
     """The signature half of kernels' ``verify_variant``, same order and same result types: the bundle parses,
     metadata.json is present, the bundle verifies over its bytes under ``AnyOf(policies)``."""
+    from kernels.verify import VerificationResult
+    from sigstore.errors import Error as SigstoreError
+    from sigstore.models import Bundle, InvalidBundle
+    from sigstore.verify import policy
+
     if bundle is None:
         return VerificationResult.SignatureBundleMissing()
     try:
@@ -218,6 +237,8 @@ def _read_bundle(variant_dir: Path, where: str, trusted_roots: Sequence[Path]) -
 
 def result_message(result: SignatureResult, where: str) -> str | None:
     """One line for a result that is not ``Success`` (None for success)."""
+    from kernels.verify import VerificationResult
+
     if isinstance(result, VerificationResult.SignatureBundleMissing):
         return f"{where}: no {SIGSTORE_BUNDLE} (the variant is unsigned)"
     if isinstance(result, VerificationResult.MetadataMissing):
@@ -276,6 +297,8 @@ def verify_package(package_dir: Path, where: str, options: SignatureOptions) -> 
     shipped = {"digest": {**digest, "files": {rel[len(prefix):]: h for rel, h in listed.items()
                                               if rel.startswith(prefix)}}}
     verify_digest(files, shipped, where)
+    from sigstore.models import Bundle
+
     signer = signer_of(Bundle.from_json(bundle).signing_certificate) or "an accepted signer"
     return (f"{where}: metadata.json signed by {signer}; {len(shipped['digest']['files'])} file(s) match its "
             f"{digest.get('algorithm', 'sha256')} digest")

@@ -1,0 +1,165 @@
+"""``python -m tools.hub2wheel`` on signed variants and ``python -m tools.cli.verify_wheel`` on what it wrote: the
+wheel file, and the distribution pip installed into a fresh venv, before and after its files are edited. The
+signatures come from a Sigstore instance of the test's own (tests/helpers/sigstore_fixtures.py); nothing goes out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import kernel_repos
+from tests.helpers.sigstore_fixtures import SigstoreInstance, WorkflowIdentity
+from tests.helpers.venvs import REPO_ROOT, fresh_venv
+from tools.cli import hub2wheel, verify_wheel
+
+VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+WHEEL = "sigkernel_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
+
+
+@pytest.fixture(scope="module")
+def sigstore() -> SigstoreInstance:
+    return SigstoreInstance()
+
+
+@pytest.fixture(scope="module")
+def trusted_root(sigstore: SigstoreInstance, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sigstore.write_trusted_root(tmp_path_factory.mktemp("sigstore") / "trusted_root.json")
+
+
+@pytest.fixture(scope="module")
+def signed_repo(tmp_path_factory: pytest.TempPathFactory, so_cache: Path, sigstore: SigstoreInstance) -> Path:
+    repo = tmp_path_factory.mktemp("signed") / "sigkernel"
+    sigstore.sign_variant(kernel_repos.flat_variant(repo / "build", VARIANT, so_cache, name="sigkernel"))
+    return repo
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(signed_repo: Path, trusted_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheelhouse")
+    assert hub2wheel.main([str(signed_repo), "--out", str(out), "--sigstore-trusted-root", str(trusted_root),
+                           "--require-signature"]) == 0
+    return out
+
+
+def _run(main: object, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = main(argv)  # type: ignore[operator]
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_hub2wheel_converts_a_signed_variant_and_refuses_a_tampered_one(
+        signed_repo: Path, trusted_root: Path, tmp_path: Path, so_cache: Path, sigstore: SigstoreInstance,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(hub2wheel.main, [str(signed_repo), "--out", str(tmp_path / "ok"),
+                                         "--sigstore-trusted-root", str(trusted_root)], capsys)
+    assert rc == 0 and Path(out.strip()).name == WHEEL and "warning" not in err
+    with zipfile.ZipFile(tmp_path / "ok" / WHEEL) as wheel:
+        assert wheel.read("sigkernel/metadata.json.sigstore") == (
+            signed_repo / "build" / VARIANT / "metadata.json.sigstore").read_bytes()
+
+    tampered = tmp_path / "tampered" / "sigkernel"
+    variant = kernel_repos.flat_variant(tampered / "build", VARIANT, so_cache, name="sigkernel")
+    sigstore.sign_variant(variant)
+    (variant / "_ops.py").write_text("print('patched')\n" + (variant / "_ops.py").read_text())
+    meta = json.loads((variant / "metadata.json").read_text())
+    meta["digest"] = kernel_repos.kernel_builder_digest(variant)
+    (variant / "metadata.json").write_text(json.dumps(meta))
+    rc, out, err = _run(hub2wheel.main, [str(tampered), "--out", str(tmp_path / "bad"),
+                                         "--sigstore-trusted-root", str(trusted_root)], capsys)
+    assert rc == 1 and out == ""
+    assert (f"skipped {VARIANT}: build/{VARIANT}/metadata.json.sigstore: signature over metadata.json does not "
+            "verify: Bundle message digest mismatch") in err
+    assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").iterdir())
+
+
+def test_hub2wheel_signature_options(signed_repo: Path, trusted_root: Path, tmp_path: Path, so_cache: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    fork = WorkflowIdentity(repository="my-org/kernels").build_signer_uri
+    rc, _, err = _run(hub2wheel.main, [str(signed_repo), "--out", str(tmp_path), "--sigstore-trusted-root",
+                                       str(trusted_root), "--signer-workflow", fork], capsys)
+    assert rc == 1 and f"which is not an accepted signer ({fork})" in err
+    rc, _, err = _run(hub2wheel.main, [str(signed_repo), "--out", str(tmp_path), "--signer-workflow", "build.yaml"],
+                      capsys)
+    assert rc == 1 and err.startswith("error: --signer-workflow 'build.yaml': expected https://github.com/")
+    assert len(err.splitlines()) == 1
+
+    unsigned = tmp_path / "unsigned" / "sigkernel"
+    kernel_repos.flat_variant(unsigned / "build", VARIANT, so_cache, name="sigkernel")
+    rc, out, err = _run(hub2wheel.main, [str(unsigned), "--out", str(tmp_path / "w")], capsys)
+    assert rc == 0 and Path(out.strip()).name == WHEEL
+    assert f"warning: build/{VARIANT}: no metadata.json.sigstore, the variant is unsigned" in err
+    rc, out, err = _run(hub2wheel.main, [str(unsigned), "--out", str(tmp_path / "s"), "--require-signature"], capsys)
+    assert rc == 1 and out == "" and "and --require-signature is set" in err
+
+    rc, _, err = _run(verify_wheel.main, [str(tmp_path / "w" / WHEEL)], capsys)
+    assert rc == 1 and err == f"error: {WHEEL}: no <package>/metadata.json.sigstore (built from an unsigned variant?)\n"
+
+
+def test_verify_wheel_file(wheelhouse: Path, trusted_root: Path, tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(verify_wheel.main, [str(wheelhouse / WHEEL), "--sigstore-trusted-root", str(trusted_root)],
+                        capsys)
+    assert (rc, err) == (0, "")
+    assert out == (f"{WHEEL}:sigkernel: metadata.json signed by https://github.com/huggingface/kernels-community/"
+                   ".github/workflows/build.yaml@refs/heads/main; 3 file(s) match its sha256 digest\n")
+    rc, out, err = _run(verify_wheel.main, [str(wheelhouse / WHEEL)], capsys)  # Sigstore's own root: not our CA
+    assert rc == 1 and out == "" and "failed to build timestamp certificate chain" in err
+
+
+def _venv_run(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PIP_CONFIG_FILE": "/dev/null", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([str(venv / "bin" / "python"), *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True)
+
+
+def test_verify_installed_wheel_then_edited_files(wheelhouse: Path, trusted_root: Path, tmp_path: Path) -> None:
+    """pip installs the wheel into a fresh venv (which sees this venv's sigstore and kernels for the command);
+    verify_wheel passes, then fails on an edited module and on an edited metadata.json."""
+    site = next((REPO_ROOT / ".venv" / "lib").glob("python3.*/site-packages"))
+    venv = fresh_venv(tmp_path / "venv", share_site_packages_of=site)
+    pip = _venv_run(venv, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--find-links", str(wheelhouse),
+                    "sigkernel-cpu")
+    assert pip.returncode == 0, pip.stderr
+    verify = ("-m", "tools.cli.verify_wheel", "sigkernel-cpu", "--sigstore-trusted-root", str(trusted_root))
+    ok = _venv_run(venv, *verify)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("sigkernel-cpu 1+torch2.13 (sigkernel): metadata.json signed by https://github.com/")
+    package = Path(_venv_run(venv, "-c", "import importlib.util as u; print(u.find_spec('sigkernel').origin)")
+                   .stdout.strip()).parent
+    assert package.is_relative_to(venv) and (package / "metadata.json.sigstore").is_file()
+
+    ops = package / "_ops.py"
+    original = ops.read_bytes()
+    ops.write_bytes(original + b"print('edited after install')\n")
+    edited = _venv_run(venv, *verify)
+    assert edited.returncode == 1 and edited.stdout == ""
+    assert edited.stderr == ("error: sigkernel-cpu 1+torch2.13 (sigkernel): _ops.py does not match its sha256 digest "
+                             "in metadata.json\n")
+    ops.write_bytes(original)
+    (package / "extra.py").write_text("import os\n")
+    added = _venv_run(venv, *verify)
+    assert added.returncode == 1 and "extra.py is not covered by metadata.json's digest" in added.stderr
+    (package / "extra.py").unlink()
+
+    meta = package / "metadata.json"
+    meta.write_text(meta.read_text().replace('"license": "Apache-2.0"', '"license": "MIT"'))
+    resigned = _venv_run(venv, *verify)
+    assert resigned.returncode == 1
+    assert "metadata.json.sigstore: signature over metadata.json does not verify" in resigned.stderr
+    assert len(resigned.stderr.splitlines()) == 1
+
+
+def test_verify_wheel_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = _run(verify_wheel.main, ["no-such-distribution-xyz"], capsys)
+    assert rc == 1 and err == (f"error: 'no-such-distribution-xyz' is neither a .whl file nor a distribution "
+                               f"installed in {sys.prefix}\n")
+    rc, _, err = _run(verify_wheel.main, [str(tmp_path / "missing.whl")], capsys)
+    assert rc == 1 and err == f"error: {tmp_path / 'missing.whl'}: no such wheel file\n"
+    rc, _, err = _run(verify_wheel.main, ["packaging"], capsys)  # installed, but no bundle
+    assert rc == 1 and "no <package>/metadata.json.sigstore installed" in err

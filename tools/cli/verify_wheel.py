@@ -1,0 +1,91 @@
+"""``python -m tools.cli.verify_wheel WHEEL | DISTRIBUTION``: re-verify a wheel hub2wheel wrote from a signed variant.
+
+The wheel's package folder holds the variant's ``metadata.json`` and ``metadata.json.sigstore``: the bundle is
+verified over metadata.json (kernels' signer policies by default, ``--signer-workflow`` and
+``--sigstore-trusted-root`` as in hub2wheel), then metadata.json's digest over the package's files. A ``.whl`` path is
+read (RECORD hashes checked) and unpacked into a temporary folder; any other argument is a distribution installed in
+the Python running this command. Exit 0 and one line per package on success; one ``error:`` line and exit 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from tools.kernelwheel.console import make_console, print_error, print_warning
+from tools.kernelwheel.errors import InvalidWheel, SignatureMissing, ToolError
+from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
+from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments, verify_package
+from tools.kernelwheel.wheelfile import read_wheel
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.cli.verify_wheel",
+        description="Re-verify the signature (metadata.json.sigstore) and digests of a hub2wheel wheel, as a .whl "
+                    "file or as a distribution installed in this Python.",
+    )
+    parser.add_argument("target", help="a .whl file, or the name of an installed distribution (img2gray-cu130)")
+    add_trust_arguments(parser)
+    return parser
+
+
+def _signed_packages(names: Sequence[str]) -> list[str]:
+    """Top-level package folders holding a bundle (``<pkg>/metadata.json.sigstore``), from a file list."""
+    return sorted({n.split("/")[0] for n in names if n.count("/") == 1 and n.endswith(f"/{SIGSTORE_BUNDLE}")})
+
+
+def _verify_wheel_file(wheel: Path, options: SignatureOptions) -> list[str]:
+    contents = read_wheel(wheel)
+    packages = _signed_packages(list(contents.files))
+    if not packages:
+        raise SignatureMissing(f"{wheel.name}: no <package>/{SIGSTORE_BUNDLE} (built from an unsigned variant?)")
+    with tempfile.TemporaryDirectory(prefix="verify-wheel-") as tmp:
+        for arcname, data in contents.files.items():
+            if arcname.split("/")[0] in packages:
+                target = Path(tmp) / check_relpath(arcname, wheel.name)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data if isinstance(data, bytes) else data.read_bytes())
+        return [verify_package(Path(tmp) / p, f"{wheel.name}:{p}", options) for p in packages]
+
+
+def _verify_installed(name: str, options: SignatureOptions) -> list[str]:
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise InvalidWheel(f"{name!r} is neither a .whl file nor a distribution installed in {sys.prefix}") from None
+    label = f"{dist.metadata['Name']} {dist.version}"
+    packages = _signed_packages([Path(str(f)).as_posix() for f in dist.files or []])
+    if not packages:
+        raise SignatureMissing(f"{label}: no <package>/{SIGSTORE_BUNDLE} installed (built from an unsigned variant?)")
+    return [verify_package(Path(str(dist.locate_file(p))), f"{label} ({p})", options) for p in packages]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = make_console()
+    options = SignatureOptions(trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
+                               require_signature=True, warn=lambda m: print_warning(console, m))
+    try:
+        options.validate()
+        target = Path(args.target)
+        if target.suffix == ".whl" or target.is_file():
+            if not target.is_file():
+                raise InvalidWheel(f"{target}: no such wheel file")
+            lines = _verify_wheel_file(target, options)
+        else:
+            lines = _verify_installed(args.target, options)
+    except ToolError as exc:
+        print_error(console, exc)
+        return 1
+    for line in lines:
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
