@@ -1,0 +1,194 @@
+"""CPU speed of the installed img2gray op against its peers: ``python benchmarks/bench_cpu.py [--json FILE]``.
+
+Every row (image size × dtype × thread count) runs in a fresh Python process, so no earlier row's threads or
+worker pools (torch.compile starts inductor's) share the machine with it. Within a row the contenders are timed
+round-robin, one call each per round, after two warm-up rounds; each cell is the median over the rounds:
+
+* img2gray: the op as users call it (allocates its output) and with ``out=`` (no allocation);
+* OpenCV ``cv2.cvtColor(COLOR_RGB2GRAY)``, likewise with and without ``dst=`` (opencv-python-headless; optional:
+  without it those columns say "-");
+* Pillow ``Image.convert("L")`` (uint8 only; always one thread), and the op's formula in eager torch;
+* ceiling: ``torch.Tensor.copy_`` of the same total bytes (half read, half written): the memory bandwidth
+  the machine gives this row's thread count, as a time the op would take at that rate.
+
+Thread counts: 1 and all (``torch.set_num_threads`` and ``cv2.setNumThreads``). Builds nothing: it measures
+whatever ``import img2gray`` finds. Before timing, each row checks that img2gray matches Pillow (uint8) or the
+documented fp32 formula (float32) on its input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+SIZES = {"3840x2160": (2160, 3840), "1920x1080": (1080, 1920)}
+DTYPES = ("uint8", "float32")
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def measure_row(size: str, dtype_name: str, threads: int) -> dict[str, Any]:
+    """One row, in this (fresh) process."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    import img2gray
+
+    try:
+        import cv2
+    except ImportError:
+        cv2 = None
+
+    torch.set_num_threads(threads)
+    if cv2 is not None:
+        cv2.setNumThreads(threads)
+    h, w = SIZES[size]
+    dtype = getattr(torch, dtype_name)
+    generator = torch.Generator().manual_seed(0)
+    image = torch.randint(0, 256, (h, w, 3), dtype=torch.uint8, generator=generator)
+    if dtype != torch.uint8:
+        image = image.to(dtype) / 255
+    array = image.numpy()
+    out = torch.empty(h, w, dtype=dtype)
+    out_array = np.empty((h, w), dtype=array.dtype)
+    total = image.numel() * image.element_size() * 4 // 3  # bytes read + written by the op
+    copy_src = torch.ones(total // 2, dtype=torch.uint8)
+    copy_dst = torch.empty_like(copy_src)
+
+    def eager() -> torch.Tensor:
+        if dtype == torch.uint8:
+            x = image.to(torch.int32)
+            return ((x[..., 0] * 19595 + x[..., 1] * 38470 + x[..., 2] * 7471 + 32768) >> 16).to(torch.uint8)
+        return (0.299 * image[..., 0] + 0.587 * image[..., 1]) + 0.114 * image[..., 2]
+
+    gray = img2gray.img2gray(image)
+    if dtype == torch.uint8:
+        pil_image = Image.fromarray(array, mode="RGB")
+        expected = torch.from_numpy(np.asarray(pil_image.convert("L")).copy())
+    else:
+        expected = eager()
+    assert torch.equal(gray, expected), f"{size} {dtype_name}: img2gray differs from the reference"
+
+    contenders: dict[str, Callable[[], object]] = {
+        "img2gray": lambda: img2gray.img2gray(image),
+        "img2gray out=": lambda: img2gray.img2gray(image, out=out),
+    }
+    if cv2 is not None:
+        contenders["opencv"] = lambda: cv2.cvtColor(array, cv2.COLOR_RGB2GRAY)
+        contenders["opencv dst="] = lambda: cv2.cvtColor(array, cv2.COLOR_RGB2GRAY, dst=out_array)
+    if dtype == torch.uint8:
+        contenders["pillow"] = lambda: pil_image.convert("L")
+    contenders["eager torch"] = eager
+    contenders["ceiling: copy"] = lambda: copy_dst.copy_(copy_src)
+
+    rounds = 25 if h * w > 4_000_000 else 80
+    if dtype != torch.uint8:
+        rounds = rounds * 2 // 3
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for index in range(rounds + 2):
+        for name, fn in contenders.items():
+            if name == "eager torch" and index >= 12:  # 30-100x slower than the rest; 10 timed calls suffice
+                continue
+            start = time.perf_counter()
+            fn()
+            elapsed = time.perf_counter() - start
+            if index >= 2:
+                times[name].append(elapsed)
+    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+    return {
+        "size": size,
+        "dtype": dtype_name,
+        "threads": threads,
+        "bytes": total,
+        "ms": ms,
+        "opencv": cv2.__version__ if cv2 is not None else None,
+    }
+
+
+def run_row_in_fresh_process(size: str, dtype_name: str, threads: int) -> dict[str, Any]:
+    command = [sys.executable, os.path.abspath(__file__), "--row", size, dtype_name, str(threads)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"row {size} {dtype_name} x{threads} failed:\n{done.stderr.strip()}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print("| image | dtype | threads | img2gray | out= | OpenCV | OpenCV dst= | Pillow | eager torch | copy ceiling |"
+          " img2gray vs OpenCV | img2gray % of ceiling |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        ms = row["ms"]
+
+        def cell(name: str) -> str:
+            return f"{ms[name] * 1e3:.0f} us" if name in ms else "-"
+
+        ratio = f"{ms['opencv'] / ms['img2gray']:.2f}x" if "opencv" in ms else "-"
+        ratio_out = f"{ms['opencv dst='] / ms['img2gray out=']:.2f}x" if "opencv dst=" in ms else "-"
+        ceiling = f"{ms['ceiling: copy'] / ms['img2gray'] * 100:.0f} %"
+        print(f"| {row['size']} | {row['dtype']} | {row['threads']} | {cell('img2gray')} | {cell('img2gray out=')} | "
+              f"{cell('opencv')} | {cell('opencv dst=')} | {cell('pillow')} | {cell('eager torch')} | "
+              f"{cell('ceiling: copy')} ({row['bytes'] / ms['ceiling: copy'] / 1e6:.0f} GB/s) | "
+              f"{ratio} (out=/dst=: {ratio_out}) | {ceiling} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", help="also write every measurement to this file")
+    parser.add_argument("--threads", type=int, action="append",
+                        help="thread counts to run (default: 1 and all of os.sched_getaffinity)")
+    parser.add_argument("--row", nargs=3, metavar=("SIZE", "DTYPE", "THREADS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.row:
+        size, dtype_name, threads = args.row
+        print(json.dumps(measure_row(size, dtype_name, int(threads))))
+        return 0
+
+    import torch
+
+    import img2gray
+
+    cores = len(os.sched_getaffinity(0))
+    thread_counts = args.threads or sorted({1, cores})
+    rows = [run_row_in_fresh_process(size, dtype_name, threads)
+            for size in SIZES for dtype_name in DTYPES for threads in thread_counts]
+    header = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu_model(),
+        "cores": cores,
+        "torch": torch.__version__,
+        "img2gray": f"{img2gray.__version__} ({img2gray.build_info().abi})",
+        "opencv": rows[0]["opencv"],
+        "python": platform.python_version(),
+        "load_average": os.getloadavg(),
+    }
+    print(" · ".join(f"{key}: {value}" for key, value in header.items()))
+    print_table(rows)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"header": header, "rows": rows}, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The CPU kernel's paths (csrc/cpu_x86.h, picked at load time from the CPU's instruction sets).
+
+Each check runs in this process on the path the CPU gets by default (AVX-512 VBMI / AVX-512F where present), and
+again in a fresh process for each narrower path (IMG2GRAY_CPU_ISA=avx2, =scalar), so every path is checked on a
+machine that has them all: results against Pillow (uint8, all 2^24 triples) and the documented fp32 formula
+(float32, bit for bit); odd widths, tiny images and misaligned input and output pointers (no byte outside the
+output written); sizes on both sides of the streaming-store threshold; strided input; any thread count.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import img2gray
+
+ROOT = Path(__file__).resolve().parent.parent
+POISON = 0xAB
+
+
+def pillow_gray(rgb: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(Image.fromarray(rgb.numpy(), mode="RGB").convert("L")).copy())
+
+
+def expected_gray(image: torch.Tensor) -> torch.Tensor:
+    """Pillow for uint8; for floats the documented fp32 formula, without fused multiply-adds."""
+    if image.dtype == torch.uint8:
+        return pillow_gray(image.contiguous())
+    x = image.float()
+    return ((0.299 * x[..., 0] + 0.587 * x[..., 1]) + 0.114 * x[..., 2]).to(image.dtype)
+
+
+def random_image(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, dtype=dtype, generator=generator)
+    return (torch.rand(shape, generator=generator) * 1.5 - 0.25).to(dtype)
+
+
+def misaligned(image: torch.Tensor, offset: int) -> torch.Tensor:
+    """The same values, contiguous, starting `offset` elements into a larger storage."""
+    storage = torch.empty(image.numel() + offset + 5, dtype=image.dtype)
+    view = storage[offset : offset + image.numel()].view(image.shape)
+    view.copy_(image)
+    return view
+
+
+def convert_into_guarded_out(image: torch.Tensor, offset: int) -> tuple[torch.Tensor, torch.Tensor, slice]:
+    """Runs the op with out= `offset` elements into a poisoned buffer; returns (result, buffer, result's slice)."""
+    count = image.numel() // 3
+    buffer = torch.full((count + offset + 70,), POISON, dtype=torch.uint8).to(image.dtype)
+    where = slice(offset, offset + count)
+    out = buffer[where].view(image.shape[:-1])
+    result = img2gray.img2gray(image, out=out)
+    assert result.data_ptr() == out.data_ptr()
+    return result, buffer, where
+
+
+def assert_exact_and_guarded(image: torch.Tensor, out_offset: int, what: str) -> None:
+    result, buffer, where = convert_into_guarded_out(image, out_offset)
+    expected = expected_gray(image)
+    assert torch.equal(result, expected), f"{what}: {(result != expected).sum().item()} values differ"
+    outside = torch.cat([buffer[: where.start], buffer[where.stop :]])
+    assert torch.equal(outside, torch.full_like(outside, POISON)), f"{what}: wrote outside its output"
+
+
+def check_every_rgb_triple() -> None:
+    v = torch.arange(1 << 24, dtype=torch.int32)
+    rgb = torch.stack([(v >> 16) & 255, (v >> 8) & 255, v & 255], dim=-1).to(torch.uint8).reshape(4096, 4096, 3)
+    gray = img2gray.img2gray(rgb)
+    mismatches = (gray != pillow_gray(rgb)).nonzero()
+    assert mismatches.numel() == 0, f"{len(mismatches)} triples differ from Pillow, first at {mismatches[:3].tolist()}"
+
+
+def check_odd_widths_tiny_images_and_misaligned_pointers() -> None:
+    for dtype in (torch.uint8, torch.float32):
+        for width in [*range(1, 70), 127, 128, 129, 255, 257]:
+            for height in (1, 3):
+                image = random_image((height, width, 3), dtype, seed=width * 7 + height)
+                for in_offset, out_offset in ((0, 0), (1, 3), (2, 1), (3, 2)):
+                    assert_exact_and_guarded(misaligned(image, in_offset), out_offset,
+                                             f"{dtype} {height}x{width} offsets {in_offset}/{out_offset}")
+
+
+def check_sizes_around_the_streaming_threshold() -> None:
+    """Outputs of 512 KiB per thread and more are written with streaming stores after an aligned head."""
+    threads = torch.get_num_threads()
+    try:
+        for dtype, pixels in ((torch.uint8, 1 << 19), (torch.float32, 1 << 17)):
+            for count in (pixels - 1, pixels + 77, 3 * pixels + 5):
+                image = random_image((1, count, 3), dtype, seed=count)
+                for num_threads in (1, 2, 3):
+                    torch.set_num_threads(num_threads)
+                    for out_offset in (0, 1, 61):
+                        assert_exact_and_guarded(misaligned(image, 1), out_offset,
+                                                 f"{dtype} {count} px, {num_threads} threads, out offset {out_offset}")
+    finally:
+        torch.set_num_threads(threads)
+
+
+def check_strided_input() -> None:
+    for dtype in (torch.uint8, torch.float32):
+        base = random_image((61, 83, 3), dtype)
+        views = {
+            "transposed": base.transpose(0, 1),
+            "every other row and column": base[::2, 1::2],
+            "channels-first storage": random_image((3, 61, 83), dtype).permute(1, 2, 0),
+            "channels reversed": base.flip(-1),
+        }
+        for name, view in views.items():
+            assert torch.equal(img2gray.img2gray(view), expected_gray(view)), f"{dtype} {name}"
+
+
+CHECKS: dict[str, Callable[[], None]] = {
+    "every_rgb_triple": check_every_rgb_triple,
+    "odd_widths_tiny_images_and_misaligned_pointers": check_odd_widths_tiny_images_and_misaligned_pointers,
+    "sizes_around_the_streaming_threshold": check_sizes_around_the_streaming_threshold,
+    "strided_input": check_strided_input,
+}
+
+
+def run_all_checks() -> None:
+    for check in CHECKS.values():
+        check()
+    print("all CPU checks passed")
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_default_path(name: str) -> None:
+    CHECKS[name]()
+
+
+@pytest.mark.parametrize("isa", ["avx2", "scalar"])
+def test_narrower_path_in_a_fresh_process(isa: str) -> None:
+    """IMG2GRAY_CPU_ISA is read once, when the op library loads: hence a fresh interpreter per path."""
+    site = Path(img2gray.__file__).resolve().parent.parent  # the build under test (--img2gray-site or installed)
+    env = {**os.environ, "IMG2GRAY_CPU_ISA": isa,
+           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", "from tests.test_ops_cpu import run_all_checks; run_all_checks()"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, f"IMG2GRAY_CPU_ISA={isa}:\n{done.stderr[-3000:]}"
+    assert "all CPU checks passed" in done.stdout
