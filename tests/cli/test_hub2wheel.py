@@ -264,3 +264,28 @@ def test_untrusted_publisher_refused_before_download(hf_env: Path, tmp_path: Pat
                          "testorg/img2gray", "--out", str(tmp_path / "wh")], capsys)
     assert rc == 0, err
     assert _names(out) == {"img2gray-1.1.0-py3-none-any.whl"}
+
+
+def test_version_from_revision(hf_env: Path, hub_repos: HubRepos, tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release tag names the version; a branch or a commit gets <major>.<commit date>, so distinct builds of one
+    API major never share a filename, and the same commit gives the same bytes again, offline too."""
+    noarch = ["--variant", "torch-cpu"]
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v1", *noarch, "--out", str(tmp_path / "a")],
+                        capsys)
+    assert rc == 0, err
+    assert _names(out) == {"img2gray-1.20260203.40506-py3-none-any.whl"}  # branch v1 at the v1.1.0 commit
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", hub_repos.commits["v1.0.0"], *noarch,
+                         "--out", str(tmp_path / "a")], capsys)
+    assert rc == 0, err
+    assert _names(out) == {"img2gray-1.20260101.0-py3-none-any.whl"}  # an older commit of the same API major
+    assert len(list((tmp_path / "a").glob("*.whl"))) == 2  # both kept: distinct builds, distinct filenames
+    first = (tmp_path / "a" / "img2gray-1.20260203.40506-py3-none-any.whl").read_bytes()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v1", *noarch, "--out", str(tmp_path / "b")],
+                        capsys)
+    assert rc == 0, err
+    assert (tmp_path / "b" / "img2gray-1.20260203.40506-py3-none-any.whl").read_bytes() == first
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v1", *noarch, "--kernel-version", "1.1.0",
+                         "--out", str(tmp_path / "c")], capsys)
+    assert rc == 0 and _names(out) == {"img2gray-1.1.0-py3-none-any.whl"}, err

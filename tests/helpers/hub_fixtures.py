@@ -68,12 +68,12 @@ def _make_hub_repos(mirrors: Path, so_cache: Path) -> dict[str, str]:
     commits["v1.0.0"] = kernel_repos.git_commit_all(repo, "build v1.0.0")
     kernel_repos.git(repo, "tag", "v1.0.0")
     kernel_repos.flat_variant(repo / "build", "torch212-cxx11-cpu-x86_64-linux", so_cache)
-    commits["v1.1.0"] = kernel_repos.git_commit_all(repo, "build v1.1.0")
+    commits["v1.1.0"] = kernel_repos.git_commit_all(repo, "build v1.1.0", date="2026-02-03T04:05:06Z")
     kernel_repos.git(repo, "tag", "v1.1.0")
     commits["v1"] = commits["v1.1.0"]
     kernel_repos.git(repo, "checkout", "-q", "-b", "v2", "main")
     kernel_repos.flat_variant(repo / "build", "torch213-cxx11-cpu-x86_64-linux", so_cache, version=2)
-    commits["v2"] = kernel_repos.git_commit_all(repo, "build v2")
+    commits["v2"] = kernel_repos.git_commit_all(repo, "build v2", date="2026-03-01T12:00:00Z")
     kernel_repos.git(repo, "checkout", "-q", "main")
     # testorg/img2gray-nested: the older nested layout, versioned by tag.
     nested = mirrors / "models" / "testorg" / "img2gray-nested"

@@ -17,8 +17,11 @@ Names, versions and requirements come from ``naming``; the archive from ``wheelf
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +31,8 @@ from packaging.version import InvalidVersion, Version
 from rich.console import Console
 from rich.markup import escape
 
-from tools.kernelwheel import elf, lockfile
-from tools.kernelwheel.console import progress_bar
+from tools.kernelwheel import elf, lockfile, wheelfile
+from tools.kernelwheel.console import activity
 from tools.kernelwheel.digests import verify_digest
 from tools.kernelwheel.errors import InvalidVariant, ToolError
 from tools.kernelwheel.layout import collect_files, find_package, read_metadata
@@ -38,7 +41,7 @@ from tools.kernelwheel.python_depends import depends_requirements, read_depends
 from tools.kernelwheel.selection import VariantFilter, select_variants
 from tools.kernelwheel.signatures import SignatureOptions, check_variant
 from tools.kernelwheel.variants import Variant
-from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel
+from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel_if_changed
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,9 @@ class Source:
     build_dir: Path
     label: str  # "org/name@<commit>" or a path, for messages and the wheel summary
     kernel_name: str  # default distribution base name (repo basename / directory name)
-    version: Version | None = None  # from the resolved ref (tag v1.2.3, branch v1), if any
+    version: Version | None = None  # a release ref's version (tag v1.2.3): the wheels' version exactly
+    series: Version | None = None  # a version branch (v1): the major a build of it belongs to
+    commit_date: datetime | None = None  # a Hub commit that is not a release: its date goes into the version
     trusted_roots: tuple[Path, ...] = ()  # where symlinks may point besides the variant (the cache's blobs/)
     locks: Mapping[str, lockfile.VariantLock] | None = None
 
@@ -61,12 +66,14 @@ class Options:
     variants: VariantFilter = field(default_factory=VariantFilter)
     allow_unknown_deps: bool = False  # pass python-depends kernels does not know through as pip requirements
     signatures: SignatureOptions = field(default_factory=SignatureOptions)  # trust root, signer workflows
+    jobs: int | None = None  # variants checked and wheels written at once (default: one per CPU core)
 
 
 @dataclass
 class Report:
     converted: list[tuple[str, Path]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)  # variants whose wheel was already there, byte for byte
 
 
 def _requirements(variant: Variant, metadata: Mapping[str, Any], where: str, options: Options) -> list[Requirement]:
@@ -77,19 +84,34 @@ def _requirements(variant: Variant, metadata: Mapping[str, Any], where: str, opt
 
 
 def _base_version(source: Source, options: Options, metadata: Mapping[str, Any], where: str) -> Version:
+    """--kernel-version, else a release ref's version, else (a Hub branch or commit) ``<major>.<YYYYMMDD>.<HHMMSS>``
+    of the commit's date, else (a local folder) metadata.json's ``version``."""
     if options.kernel_version is not None:
         return options.kernel_version
     if source.version is not None:
         return source.version
-    value = metadata.get("version")
-    if value is not None:
-        try:
-            return Version(str(value))
-        except InvalidVersion:
-            raise InvalidVariant(f"{where}/metadata.json: version {value!r} is not a PEP 440 version") from None
+    declared = _metadata_version(metadata, where)
+    if source.commit_date is not None:
+        major = source.series.major if source.series is not None else (declared.major if declared else 0)
+        return Version(f"{major}.{source.commit_date:%Y%m%d}.{source.commit_date:%H%M%S}")
+    if source.trusted_roots:  # a Hub snapshot whose commit date could not be read (offline, never seen online)
+        raise InvalidVariant(f"{where}: {source.label} is not a release tag and its commit date is unknown (see the "
+                             "warning above); run once online or pass --kernel-version")
+    if declared is not None:
+        return declared
     raise InvalidVariant(
         f"{where}: no kernel version (no metadata.json 'version', no version tag/branch); pass --kernel-version"
     )
+
+
+def _metadata_version(metadata: Mapping[str, Any], where: str) -> Version | None:
+    value = metadata.get("version")
+    if value is None:
+        return None
+    try:
+        return Version(str(value))
+    except InvalidVersion:
+        raise InvalidVariant(f"{where}/metadata.json: version {value!r} is not a PEP 440 version") from None
 
 
 def _build_facts(metadata: Mapping[str, Any]) -> list[str]:
@@ -132,7 +154,8 @@ def _description(kernel: str, package: str, variant: Variant, source: Source, na
     )
 
 
-def build_variant(variant: Variant, variant_dir: Path, source: Source, options: Options) -> WheelContents:
+def build_variant(variant: Variant, variant_dir: Path, source: Source,
+                  options: Options) -> WheelContents[wheelfile.Source]:
     """Check one variant directory and return the wheel it becomes (nothing is written)."""
     where = f"build/{variant}"
     files = collect_files(variant_dir, where, source.trusted_roots)
@@ -180,13 +203,20 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
     )
     if isinstance(metadata.get("license"), str):
         raw["license"] = metadata["license"]
-    contents = {arc: p.read_bytes() for arc, p in payload.items()}
+    contents: dict[str, wheelfile.Source] = dict(payload)  # streamed from disk when the wheel is written
     contents.update(signed.wheel_files(package, payload))  # metadata.json + its bundle in the package folder
     return WheelContents(name=name, metadata=raw, files=contents, root_is_purelib=not elfs)
 
 
+class _Stopped(Exception):
+    """A worker gives up because the run was interrupted (its temporary files are removed on the way out)."""
+
+
 def convert(source: Source, options: Options, console: Console | None = None) -> Report:
-    """Convert every selected variant of ``source.build_dir``; one failure never stops the others."""
+    """Convert every selected variant of ``source.build_dir``; one failure never stops the others.
+
+    Variants are checked, then their wheels written, ``options.jobs`` at a time (threads: hashing, deflate and file
+    I/O run outside the GIL). Reports, names and wheels do not depend on the order work finishes in."""
     console = console or Console(stderr=True, highlight=False, soft_wrap=True)
     report = Report()
     if not source.build_dir.is_dir():
@@ -199,24 +229,77 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
         names = [n for n in names if n in source.locks]
     selection = select_variants(names, options.variants)
     report.skipped.extend((r.name, r.reason) for r in selection.rejected)
-    written: dict[str, str] = {}
-    with progress_bar(console, "writing") as progress:
-        task = progress.add_task("", total=len(selection.accepted))
-        for variant in selection.accepted:
-            progress.update(task, description=str(variant))
-            try:
-                variant_dir = source.build_dir / str(variant)
-                if variant_dir.is_symlink():
-                    raise InvalidVariant(f"build/{variant}: the variant directory itself is a symlink")
-                contents = build_variant(variant, variant_dir, source, options)
+    accepted = list(selection.accepted)
+    stop = threading.Event()
+
+    def check(variant: Variant) -> WheelContents[wheelfile.Source]:
+        if stop.is_set():
+            raise _Stopped()
+        variant_dir = source.build_dir / str(variant)
+        if variant_dir.is_symlink():
+            raise InvalidVariant(f"build/{variant}: the variant directory itself is a symlink")
+        return build_variant(variant, variant_dir, source, options)
+
+    def on_bytes(n: int) -> None:
+        if stop.is_set():
+            raise _Stopped()
+        task.advance(nbytes=n)
+
+    def write(contents: WheelContents[wheelfile.Source]) -> wheelfile.WrittenWheel:
+        if stop.is_set():
+            raise _Stopped()
+        return write_wheel_if_changed(contents, options.out_dir, on_bytes)
+
+    jobs = max(1, options.jobs or os.cpu_count() or 1)
+    with activity(console) as display, ThreadPoolExecutor(jobs, thread_name_prefix="convert") as pool:
+        task = display.task("checking", source.label, files_total=len(accepted))
+        try:
+            # 1. Check every variant (digests, ELF, signatures): in parallel, results in variant order.
+            checked: dict[str, WheelContents[wheelfile.Source]] = {}
+            for variant, future in [(v, pool.submit(check, v)) for v in accepted]:
+                try:
+                    checked[str(variant)] = future.result()
+                except ToolError as exc:
+                    report.skipped.append((str(variant), str(exc)))
+                task.advance(files=1)
+            # 2. Two variants giving one wheel: the first one in order keeps it.
+            claimed: dict[str, str] = {}
+            for variant_name, contents in list(checked.items()):
                 filename = contents.name.filename
-                if filename in written:
-                    raise InvalidVariant(f"build/{variant}: gives the same wheel as {written[filename]} ({filename})")
-                path = write_wheel(contents, options.out_dir)
-                written[filename] = str(variant)
-                report.converted.append((str(variant), path))
-                console.print(f"[green]✓[/] {escape(str(variant))} → {escape(path.name)}")
-            except ToolError as exc:
-                report.skipped.append((str(variant), str(exc)))
-            progress.advance(task)
+                if filename in claimed:
+                    del checked[variant_name]
+                    report.skipped.append((variant_name, f"build/{variant_name}: gives the same wheel as "
+                                           f"{claimed[filename]} ({filename})"))
+                else:
+                    claimed[filename] = variant_name
+            total = sum(_payload_bytes(c) for c in checked.values())
+            task.finish()
+            task = display.task("writing", source.label, files_total=len(checked), bytes_total=total)
+            # 3. Write the wheels (each one left alone when it is already there, byte for byte).
+            writes = [(name, pool.submit(write, contents)) for name, contents in checked.items()]
+            for variant_name, pending in writes:
+                try:
+                    written = pending.result()
+                except ToolError as exc:
+                    report.skipped.append((variant_name, str(exc)))
+                    continue
+                finally:
+                    task.advance(files=1)
+                report.converted.append((variant_name, written.path))
+                if not written.written:
+                    report.unchanged.append(variant_name)
+                    task.advance(nbytes=_payload_bytes(checked[variant_name]))
+                note = "" if written.written else " (up to date)"
+                console.print(f"[green]✓[/] {escape(variant_name)} → {escape(written.path.name)}{note}")
+            task.finish()
+        except BaseException:
+            # Ctrl-C or SIGTERM (atomic.sigterm_exits) in this thread: workers stop at their next chunk and remove
+            # their temporaries; nothing partial is left when this returns.
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
     return report
+
+
+def _payload_bytes(contents: WheelContents[wheelfile.Source]) -> int:
+    return sum(len(s) if isinstance(s, bytes) else s.stat().st_size for s in contents.files.values())

@@ -18,10 +18,11 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import HfApi, snapshot_download
+from huggingface_hub import HfApi, cached_assets_path, snapshot_download
 from huggingface_hub.errors import (
     EntryNotFoundError,
     HfHubHTTPError,
@@ -35,6 +36,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from tqdm.auto import tqdm
 
+from tools.kernelwheel.atomic import write_atomic
 from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
 REPO_TYPES = ("kernel", "model")
@@ -47,6 +49,8 @@ _TRUE = {"1", "on", "yes", "true"}
 # (file, files done, files total). snapshot_download downloads concurrently and reports only a count of finished
 # files, so ``file`` is always "" (kept so that callers written for per-file names keep working).
 ProgressCallback = Callable[[str, int, int], None]
+# (bytes written to the cache so far, bytes expected so far): the total grows as downloads start.
+BytesProgressCallback = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -57,14 +61,16 @@ class HubSettings:
     token: str | None
     offline: bool
     cache_dir: Path
+    assets_dir: Path  # huggingface_hub's cache for downstream libraries' own files (HF_ASSETS_CACHE)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HubSettings:
         env = os.environ if environ is None else environ
         hf_home = Path(env.get("HF_HOME", Path(env.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "huggingface"))
         cache = Path(env.get("HF_HUB_CACHE", env.get("HUGGINGFACE_HUB_CACHE", hf_home / "hub")))
+        assets = Path(env.get("HF_ASSETS_CACHE", hf_home / "assets"))
         offline = env.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
-        return cls(env.get("HF_ENDPOINT") or None, env.get("HF_TOKEN") or None, offline, cache)
+        return cls(env.get("HF_ENDPOINT") or None, env.get("HF_TOKEN") or None, offline, cache, assets)
 
     def api(self) -> HfApi:
         return HfApi(endpoint=self.endpoint, token=self.token)
@@ -200,15 +206,18 @@ def resolve_version(api: HfApi, settings: HubSettings, repo_id: str, spec: str) 
     return repo_type, pick_version(refs, spec, repo_id)
 
 
-def _progress_class(on_file: ProgressCallback | None) -> type[tqdm]:
-    """A ``tqdm_class`` for snapshot_download: its bars stay silent (the caller draws its own), and the one that
-    counts files (the only one whose unit is not bytes) reports to ``on_file``."""
+def _progress_class(on_file: ProgressCallback | None, on_bytes: BytesProgressCallback | None = None) -> type[tqdm]:
+    """A ``tqdm_class`` for snapshot_download: its bars stay silent (the caller draws its own), the one that
+    counts files (the only one whose unit is not bytes) reports to ``on_file``, and the one that sums the bytes
+    written by every download ("Reconstructing ...") to ``on_bytes``."""
 
     # tqdm ships no type information (pyproject.toml's mypy override), so to mypy its class is Any. Subclassing the
     # real tqdm, not mimicking it, keeps every method snapshot_download calls on its bars.
     class _Progress(tqdm):  # type: ignore[misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self._counts_files = on_file is not None and kwargs.get("unit", "it") != "B"
+            self._counts_bytes = (on_bytes is not None and kwargs.get("unit") == "B"
+                                  and str(kwargs.get("desc", "")).startswith("Reconstructing"))
             self._done = 0
             super().__init__(*args, **{**kwargs, "disable": True})
             if self._counts_files:
@@ -222,6 +231,9 @@ def _progress_class(on_file: ProgressCallback | None) -> type[tqdm]:
             if self._counts_files:
                 self._done += int(n or 0)  # a disabled tqdm does not count: keep our own
                 self._report()
+            elif self._counts_bytes and on_bytes is not None:
+                self._done += int(n or 0)
+                on_bytes(self._done, int(self.total or 0))  # snapshot_download raises .total as files start
             result: bool | None = super().update(n)
             return result
 
@@ -229,7 +241,8 @@ def _progress_class(on_file: ProgressCallback | None) -> type[tqdm]:
 
 
 def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str, patterns: list[str],
-              on_file: ProgressCallback | None, max_workers: int) -> Path:
+              on_file: ProgressCallback | None, max_workers: int,
+              on_bytes: BytesProgressCallback | None = None) -> Path:
     return Path(
         snapshot_download(
             repo_id,
@@ -242,7 +255,7 @@ def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str
             token=settings.token,
             local_files_only=settings.offline,
             max_workers=max_workers,
-            tqdm_class=_progress_class(on_file),
+            tqdm_class=_progress_class(on_file, on_bytes),
         )
     )
 
@@ -270,6 +283,7 @@ def fetch(
     patterns: Iterable[str] = ("build/*",),
     on_file: ProgressCallback | None = None,
     max_workers: int = DOWNLOAD_WORKERS,
+    on_bytes: BytesProgressCallback | None = None,
 ) -> Snapshot:
     """Make the files of ``repo_id@revision`` that match ``patterns`` available in the cache (only from the cache
     when offline); files already cached are not downloaded again."""
@@ -279,7 +293,7 @@ def fetch(
     incomplete: IncompleteSnapshotError | None = None
     for repo_type in REPO_TYPES:
         try:
-            root = _download(settings, repo_id, repo_type, revision, allow, on_file, max_workers)
+            root = _download(settings, repo_id, repo_type, revision, allow, on_file, max_workers, on_bytes)
         except RevisionNotFoundError:
             raise RevisionNotFound(f"{repo_id}: no branch, tag or commit {revision!r}") from None
         except IncompleteSnapshotError as exc:
@@ -308,3 +322,37 @@ def fetch(
             "run the same command once online (without HF_HUB_OFFLINE) to fill the cache"
         )
     raise _not_found(api, repo_id, revision)
+
+
+def commit_date(api: HfApi, settings: HubSettings, snapshot: Snapshot) -> datetime:
+    """When ``snapshot.commit`` was made (the Hub's ``lastModified`` at that revision), in UTC.
+
+    Wheels built from a version branch or a commit carry it in their version, so it must be the same offline: the
+    first online answer is kept in huggingface_hub's assets cache (``cached_assets_path``, the place it offers to
+    libraries built on it), one small file per commit, and offline runs read it from there.
+    """
+    folder = cached_assets_path("hub2wheel", namespace=snapshot.repo_id.replace("/", "--"),
+                                subfolder="commit-dates", assets_dir=settings.assets_dir)
+    record = folder / snapshot.commit
+    if record.is_file():
+        try:
+            return datetime.fromisoformat(record.read_text().strip()).astimezone(timezone.utc)
+        except ValueError:
+            pass  # damaged: ask again (or fail below when offline)
+    if settings.offline:
+        raise OfflineCacheMiss(
+            f"{snapshot.repo_id}@{snapshot.commit[:12]}: HF_HUB_OFFLINE is set and the commit's date (part of the "
+            f"wheel version for a branch or commit) is not in {folder}; run once online, or pass --kernel-version"
+        )
+    try:
+        info = api.repo_info(snapshot.repo_id, repo_type=snapshot.repo_type, revision=snapshot.commit)
+    except Exception as exc:
+        raise HubError(f"{snapshot.repo_id}@{snapshot.commit[:12]}: cannot read the commit's date from "
+                       f"{api.endpoint}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    when = getattr(info, "last_modified", None)
+    if not isinstance(when, datetime):
+        raise HubError(f"{snapshot.repo_id}@{snapshot.commit[:12]}: {api.endpoint} gives no date for the commit; "
+                       "pass --kernel-version")
+    when = when.astimezone(timezone.utc) if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    write_atomic(record, when.isoformat().encode())
+    return when

@@ -13,7 +13,7 @@ from packaging.version import Version
 from rich.console import Console
 
 from tools.kernelwheel import hub, lockfile
-from tools.kernelwheel.console import print_step, print_warning, progress_bar
+from tools.kernelwheel.console import activity, print_step, print_warning
 from tools.kernelwheel.convert import Source
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.trust import TrustPolicy, check_publisher
@@ -34,13 +34,22 @@ def _check_trust(settings: hub.HubSettings, repo_id: str, trust: TrustPolicy, co
 
 def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
            console: Console) -> hub.Snapshot:
-    with progress_bar(console, "downloading") as progress:
-        task = progress.add_task(repo_id, total=None)
+    with activity(console) as display:
+        task = display.task("fetching", f"{repo_id}@{revision}")
+        counts = {"files": 0, "bytes": 0}
 
         def on_file(filename: str, index: int, total: int) -> None:
-            progress.update(task, total=total, completed=index, description=filename.rsplit("/", 1)[-1] or repo_id)
+            counts["files"] = total
+            task.update(files_done=index, files_total=total)
 
-        return hub.fetch(settings.api(), settings, repo_id, revision, patterns=patterns, on_file=on_file)
+        def on_bytes(done: int, total: int) -> None:
+            counts["bytes"] = done
+            task.update(bytes_done=done, bytes_total=total)
+
+        snapshot = hub.fetch(settings.api(), settings, repo_id, revision, patterns=patterns, on_file=on_file,
+                             on_bytes=on_bytes)
+        task.finish(f"{counts['files']} files, {counts['bytes'] / 2**20:.1f} MiB downloaded")
+        return snapshot
 
 
 def hub_source(
@@ -64,7 +73,7 @@ def hub_source(
         revision, version = ref.name, ref.version
     snapshot = _fetch(settings, repo_id, revision, patterns, console)
     print_step(console, f"{repo_id}@{revision}: commit {snapshot.commit}")
-    return _snapshot_source(snapshot, version, None)
+    return _snapshot_source(settings, snapshot, version, None, console)
 
 
 def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | None = None,
@@ -89,17 +98,27 @@ def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | N
         patterns = [f"build/{v}/*" for v in locked] if locked is not None else ["build/*"]
         snapshot = _fetch(settings, lock.repo_id, lock.sha, patterns, console)
         print_step(console, f"{lock.repo_id}: locked commit {snapshot.commit}")
-        yield _snapshot_source(snapshot, locked_version, lock.variants)
+        yield _snapshot_source(settings, snapshot, locked_version, lock.variants, console)
 
 
-def _snapshot_source(
-    snapshot: hub.Snapshot, version: Version | None, locks: Mapping[str, lockfile.VariantLock] | None
-) -> Source:
+def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_version: Version | None,
+                     locks: Mapping[str, lockfile.VariantLock] | None, console: Console) -> Source:
+    """A release ref (``v1.2.3``) names the wheels' version exactly; any other ref (a version branch ``v1``, ``main``,
+    a commit) gets the commit's date into the version, so that distinct builds never share a wheel filename."""
+    release = ref_version if ref_version is not None and len(ref_version.release) >= 2 else None
+    commit_date = None
+    if release is None:
+        try:
+            commit_date = hub.commit_date(settings.api(), settings, snapshot)
+        except ToolError as exc:  # only fatal if a variant needs it (no --kernel-version): convert says so then
+            print_warning(console, exc)
     return Source(
         build_dir=snapshot.root / "build",
         label=f"{snapshot.repo_id}@{snapshot.commit[:12]}",
         kernel_name=snapshot.repo_id.split("/")[-1],
-        version=version,
+        version=release,
+        series=ref_version if release is None else None,
+        commit_date=commit_date,
         trusted_roots=(snapshot.blobs,),
         locks=locks,
     )
