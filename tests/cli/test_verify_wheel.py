@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import kernel_repos
+from tests.helpers.hub_fixtures import HubRepos
 from tests.helpers.sigstore_fixtures import SigstoreInstance, WorkflowIdentity
 from tests.helpers.venvs import REPO_ROOT, fresh_venv
 from tools.cli import hub2wheel, verify_wheel
@@ -76,6 +77,25 @@ def test_hub2wheel_converts_a_signed_variant_and_refuses_a_tampered_one(
     assert (f"skipped {VARIANT}: build/{VARIANT}/metadata.json.sigstore: signature over metadata.json does not "
             "verify: Bundle message digest mismatch") in err
     assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").iterdir())
+
+
+def test_hub2wheel_from_the_hub_cache(hub_repos: HubRepos, hf_env: Path, trusted_root: Path, so_cache: Path,
+                                      sigstore: SigstoreInstance, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Through olah and huggingface_hub's cache, where the bundle is a symlink into the cache's blobs/."""
+    repo = hub_repos.mirrors / "models" / "testorg" / "sigkernel"
+    if not repo.exists():
+        sigstore.sign_variant(kernel_repos.flat_variant(repo / "build", VARIANT, so_cache, name="sigkernel"))
+        kernel_repos.git_commit_all(repo, "signed build")
+    rc, out, err = _run(hub2wheel.main, ["testorg/sigkernel", "--trust-remote-code", "--require-signature",
+                                         "--sigstore-trusted-root", str(trusted_root), "--out", str(tmp_path)], capsys)
+    assert rc == 0, err
+    wheel = Path(out.strip())
+    assert wheel.name.startswith("sigkernel_cpu-1.") and wheel.parent == tmp_path  # version from the commit's date
+    cached = next(hf_env.glob(f"models--testorg--sigkernel/snapshots/*/build/{VARIANT}/metadata.json.sigstore"))
+    assert cached.is_symlink()
+    rc, out, err = _run(verify_wheel.main, [str(wheel), "--sigstore-trusted-root", str(trusted_root)], capsys)
+    assert rc == 0 and out.startswith(f"{wheel.name}:sigkernel: metadata.json signed by"), err
 
 
 def test_hub2wheel_signature_options(signed_repo: Path, trusted_root: Path, tmp_path: Path, so_cache: Path,
