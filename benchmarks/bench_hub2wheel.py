@@ -16,7 +16,7 @@ Phases, each run for both tools in turn (interleaved), every command a fresh pro
 * ``offline``: ``HF_HUB_OFFLINE=1``, the same cache, empty output folder;
 * ``rerun``: online, the same cache, the ``warm`` output folder again (hub2wheel should rewrite nothing).
 
-Reported per command: wall seconds, max RSS (``os.wait4`` of that child), wheels and bytes written (files whose
+Reported per command: wall seconds, max RSS (GNU ``time``'s ``%M``), wheels and bytes written (files whose
 inode or mtime changed). Run: ``.venv/bin/python benchmarks/bench_hub2wheel.py [--cases random-8MiB,real]
 [--variants 10] [--repeats 1] [--jobs N] [--json results/hub2wheel.json]``; prints a Markdown table.
 """
@@ -24,6 +24,7 @@ inode or mtime changed). Run: ``.venv/bin/python benchmarks/bench_hub2wheel.py [
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -48,6 +49,7 @@ CUDA = ["cu126", "cu128", "cu130"]
 REAL_SO = "libtorch_cuda_linalg.so"
 CASES = ("random-8MiB", "random-64MiB", "real")
 PHASES = ("cold", "warm", "offline", "rerun")
+GNU_TIME = "/usr/bin/time"
 TO_WHEEL = f"to-wheel {KERNELS_VERSION}"
 HUB2WHEEL = "hub2wheel"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
@@ -60,9 +62,11 @@ def variant_names(n: int) -> list[str]:
 
 
 def real_so() -> Path:
-    import torch  # only for the path of its lib/ folder; the benchmark never runs torch
-
-    return Path(torch.__file__).parent / "lib" / REAL_SO
+    # Found without importing torch: this process stays small (see ``timed``).
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("the real case needs torch installed (for its lib/" + REAL_SO + ")")
+    return Path(next(iter(spec.submodule_search_locations))) / "lib" / REAL_SO
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -118,16 +122,19 @@ def _snapshot(out: Path) -> dict[str, tuple[int, int, int]]:
 
 
 def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, str]:
-    """Wall seconds, max RSS (MB) of this one child, exit code, stderr tail."""
-    with tempfile.TemporaryFile() as err:
+    """Wall seconds, max RSS (MB), exit code, stderr tail of ``cmd``.
+
+    The RSS comes from GNU time, which forks ``cmd`` itself: a child forked from this (larger) Python process would
+    count this process's pages in its own ``ru_maxrss`` (Linux carries the pre-exec high-water mark over)."""
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as rss:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run([GNU_TIME, "-q", "-o", rss.name, "-f", "%M", *cmd], env=env, cwd=cwd,
+                              stdout=subprocess.DEVNULL, stderr=err)
         seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         tail = err.read()[-1500:].decode(errors="replace")
-    return seconds, usage.ru_maxrss / 1024, proc.returncode, tail
+        max_rss_kb = int(rss.read().split()[-1])
+    return seconds, max_rss_kb / 1024, proc.returncode, tail
 
 
 def run_case(case: str, repo_id: str, endpoint: str, tmp: Path, kernels: Path, repeats: int,

@@ -64,7 +64,8 @@ def test_build_variant_writes_nothing(flat_repo: Path, tmp_path: Path) -> None:
     assert contents.name.filename == "img2gray_cpu-0.3.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
     assert sorted(contents.files) == ["img2gray/__init__.py", "img2gray/_img2gray_cpu_abc1234.abi3.so",
                                       "img2gray/_ops.py", "img2gray/metadata.json"]
-    assert contents.files["img2gray/_ops.py"] == (source.build_dir / CPU_VARIANT / "_ops.py").read_bytes()
+    # files are streamed from the variant when the wheel is written, not read into memory here
+    assert contents.files["img2gray/_ops.py"] == source.build_dir / CPU_VARIANT / "_ops.py"
     assert not contents.root_is_purelib
     assert [str(r) for r in contents.metadata["requires_dist"]] == ["torch==2.13.*"]
     assert contents.metadata["license"] == "Apache-2.0"

@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 from rich.console import Console
 
 from tools.kernelwheel import hub
-from tools.kernelwheel.console import make_console, print_error, print_skipped, print_warning
+from tools.kernelwheel.console import activity, make_console, print_error, print_skipped, print_warning
 from tools.kernelwheel.convert import Options, Report, Source, convert
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.selection import VariantFilter
@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--require-signature", action="store_true",
                         help="skip variants without metadata.json.sigstore (default: converted with a warning); "
                              "a signature that does not verify always skips the variant")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="variants checked and wheels written at once (default: one per CPU core)")
     add_trust_arguments(parser)
     return parser
 
@@ -90,7 +92,8 @@ def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, console:
 def _print_report(report: Report, console: Console) -> None:
     for name, reason in report.skipped:
         print_skipped(console, name, reason)
-    console.print(f"{len(report.converted)} wheel(s) written, {len(report.skipped)} variant(s) skipped")
+    unchanged = f" ({len(report.unchanged)} already up to date)" if report.unchanged else ""
+    console.print(f"{len(report.converted)} wheel(s) written{unchanged}, {len(report.skipped)} variant(s) skipped")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -103,18 +106,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         kernel_version = Version(args.kernel_version) if args.kernel_version else None
     except InvalidVersion:
         parser.error(f"--kernel-version {args.kernel_version!r} is not a PEP 440 version")
+    if args.jobs is not None and args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
                       variants=VariantFilter(patterns=tuple(args.variant)), allow_unknown_deps=args.allow_unknown_deps,
+                      jobs=args.jobs,
                       signatures=SignatureOptions(
                           trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
                           require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
     total = Report()
     try:
         options.signatures.validate()
-        for source in _sources(args, parser, console):
-            report = convert(source, options, console)
-            total.converted.extend(report.converted)
-            total.skipped.extend(report.skipped)
+        with activity(console):  # one progress display for every download and wheel of the run
+            for source in _sources(args, parser, console):
+                report = convert(source, options, console)
+                total.converted.extend(report.converted)
+                total.skipped.extend(report.skipped)
+                total.unchanged.extend(report.unchanged)
     except ToolError as exc:
         print_error(console, exc)
         return 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,41 @@ def digested_files(files: Mapping[str, Path]) -> list[str]:
     return sorted(rel for rel in files if rel not in _DIGEST_EXCLUDED)
 
 
+# (real path, algorithm) → (the file's stat identity when hashed, digest): a file is read once per run even when
+# the digest check and the wheel's RECORD both need its hash, and a changed file (new stat) is hashed again.
+_DIGESTS: dict[tuple[str, str], tuple[tuple[int, ...], bytes]] = {}
+_CHUNK = 1 << 20
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def file_digest(path: Path, algorithm: str = "sha256") -> bytes:
+    """``algorithm`` digest of the file at ``path``, streamed in chunks (memory does not grow with the file)."""
+    key = (os.path.realpath(path), algorithm)
+    with open(key[0], "rb") as fh:
+        identity = _identity(os.fstat(fh.fileno()))
+        known = _DIGESTS.get(key)
+        if known is not None and known[0] == identity:
+            return known[1]
+        digest = hashlib.new(algorithm)
+        buffer = bytearray(_CHUNK)
+        view = memoryview(buffer)
+        while n := fh.readinto(buffer):
+            digest.update(view[:n])
+    _DIGESTS[key] = (identity, digest.digest())
+    return _DIGESTS[key][1]
+
+
+def checked_digest(path: Path, algorithm: str = "sha256") -> bytes | None:
+    """The digest ``file_digest`` last returned for ``path`` (even if the file has changed since), if any."""
+    known = _DIGESTS.get((os.path.realpath(path), algorithm))
+    return None if known is None else known[1]
+
+
 def _file_digest(path: Path, algorithm: str) -> bytes:
-    return hashlib.new(algorithm, path.read_bytes()).digest()
+    return file_digest(path, algorithm)
 
 
 def make_digest(files: Mapping[str, Path], algorithm: str = "sha256") -> dict[str, Any]:

@@ -1,59 +1,151 @@
-"""Reading and writing wheel files: reproducible, RECORD by the ``wheel`` library, written atomically.
+"""Reading and writing wheel files: reproducible, streamed, RECORD by the ``wheel`` library, written atomically.
 
 * Entries are sorted (package files first, ``.dist-info`` last, RECORD at the very end) and carry one fixed
   timestamp, so the same input always gives a byte-identical wheel.
+* A file given as a ``Path`` is streamed into the archive in chunks (hashed for RECORD on the way), never read
+  whole: memory stays flat whatever the size of a ``.so``.
+* Each member is deflated or stored, decided from a sample of its bytes (``compress_type_for``): compiled code that
+  deflate cannot shrink (fat binaries, already-compressed data) is stored instead of spending seconds to save 0.1 %.
+* Content-addressed: when the destination already holds exactly the wheel that would be written (the same RECORD,
+  the same member list, written by the same writer), nothing is written (``WrittenWheel.written`` is False).
 * The file is written next to its destination under a temporary name and moved into place with
-  ``os.replace``: a failure leaves no partial wheel behind.
+  ``os.replace``: a failure (or Ctrl-C) leaves no partial wheel behind.
 """
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
 import os
 import stat
-from collections.abc import Iterable
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from zipfile import ZIP_DEFLATED, ZipInfo
+from typing import Generic
+from zipfile import ZIP_DEFLATED, ZIP_STORED, BadZipFile, ZipFile, ZipInfo
 
 from packaging.metadata import Metadata, RawMetadata, parse_email
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from wheel.wheelfile import WheelError, WheelFile
+from typing_extensions import TypeVar  # its ``default=`` (PEP 696) is in typing from Python 3.13 on
+from wheel import __version__ as WHEEL_VERSION
+from wheel.wheelfile import WheelError, WheelFile, urlsafe_b64encode
 
 from tools.kernelwheel.atomic import atomic_path, temporary_directory
+from tools.kernelwheel.digests import checked_digest, file_digest
 from tools.kernelwheel.errors import InvalidWheel
 from tools.kernelwheel.naming import WheelName
 
 # 1980-01-02: the earliest date a zip file holds in every timezone.
 _FIXED_DATE_TIME = (1980, 1, 2, 0, 0, 0)
 GENERATOR = "img2gray-tools"
+# Bumped whenever the bytes this module writes for the same input change (layout, levels, the store rule).
+WRITER_FORMAT = 2
+# zlib's fast mode: ~1.7x the speed of the default level 6 on CUDA objects for ~1 % more bytes (benchmarks/NOTES.md).
+DEFLATE_LEVEL = 1
+CHUNK = 1 << 20
+# Members up to this size are always deflated (cheap); larger ones are deflated only when a sample shrinks enough.
+ALWAYS_DEFLATE_BELOW = 256 << 10
+SAMPLE_CHUNKS = 8
+SAMPLE_CHUNK = 32 << 10
+STORE_ABOVE_RATIO = 0.95  # the sample deflates to more than 95 % of its size: store the member
+
+# A member's bytes: in memory, or a file streamed from disk.
+Source = bytes | Path
+# Called with the number of bytes of a member just written (progress), from the writing thread.
+BytesCallback = Callable[[int], None]
+
+
+def _writer_comment() -> bytes:
+    """The archive comment: who wrote it and with what, so a rerun knows whether it would write the same bytes."""
+    return (f"{GENERATOR} wheel writer {WRITER_FORMAT}; wheel {WHEEL_VERSION}; "
+            f"zlib {zlib.ZLIB_RUNTIME_VERSION} level {DEFLATE_LEVEL}").encode()
+
+
+def _sample(source: Source, size: int) -> bytes:
+    """``SAMPLE_CHUNKS`` chunks spread evenly over the member (the same offsets every run)."""
+    step = (size - SAMPLE_CHUNK) // (SAMPLE_CHUNKS - 1)
+    offsets = [i * step for i in range(SAMPLE_CHUNKS)]
+    if isinstance(source, bytes):
+        return b"".join(source[o : o + SAMPLE_CHUNK] for o in offsets)
+    parts = []
+    with source.open("rb") as fh:
+        for offset in offsets:
+            fh.seek(offset)
+            parts.append(fh.read(SAMPLE_CHUNK))
+    return b"".join(parts)
+
+
+def compress_type_for(source: Source, size: int) -> int:
+    """``ZIP_DEFLATED`` unless the member is large and a sample of it hardly deflates (then ``ZIP_STORED``)."""
+    if size < ALWAYS_DEFLATE_BELOW:
+        return ZIP_DEFLATED
+    sample = _sample(source, size)
+    ratio = len(zlib.compress(sample, DEFLATE_LEVEL)) / max(len(sample), 1)
+    return ZIP_STORED if ratio > STORE_ABOVE_RATIO else ZIP_DEFLATED
 
 
 class _ReproducibleWheelFile(WheelFile):
-    """``wheel``'s WheelFile (which hashes every entry into RECORD) with a fixed timestamp on every entry."""
+    """``wheel``'s WheelFile (which hashes every entry into RECORD) with a fixed timestamp on every entry, and
+    ``write_path`` to stream a file in (``WheelFile.write`` reads the whole file into memory)."""
 
     def writestr(self, zinfo_or_arcname: str | ZipInfo, data: bytes | str, compress_type: int | None = None) -> None:
         if isinstance(zinfo_or_arcname, str):
-            zinfo_or_arcname = _zipinfo(zinfo_or_arcname)
+            zinfo_or_arcname = _zipinfo(zinfo_or_arcname, ZIP_DEFLATED)
         super().writestr(zinfo_or_arcname, data, compress_type)
 
+    def write_path(self, info: ZipInfo, path: Path, on_bytes: BytesCallback | None) -> str:
+        """Stream ``path`` in as ``info``; returns its RECORD hash (``sha256=<urlsafe b64>``)."""
+        digest = hashlib.sha256()
+        size = 0
+        with path.open("rb") as src:
+            info.file_size = os.fstat(src.fileno()).st_size  # zipfile decides on ZIP64 from it
+            with self.open(info, "w") as dst:
+                while chunk := src.read(CHUNK):
+                    digest.update(chunk)
+                    dst.write(chunk)
+                    size += len(chunk)
+                    if on_bytes is not None:
+                        on_bytes(len(chunk))
+        # Registered as WheelFile.writestr registers what it writes: WheelFile.close() writes RECORD from these.
+        self._file_hashes[info.filename] = (digest.name, urlsafe_b64encode(digest.digest()).decode("ascii"))
+        self._file_sizes[info.filename] = size
+        return f"{digest.name}={self._file_hashes[info.filename][1]}"
 
-def _zipinfo(arcname: str) -> ZipInfo:
+
+def _zipinfo(arcname: str, compress_type: int) -> ZipInfo:
     info = ZipInfo(arcname, date_time=_FIXED_DATE_TIME)
-    info.compress_type = ZIP_DEFLATED
+    info.compress_type = compress_type
+    if compress_type == ZIP_DEFLATED:
+        # zipfile takes the level from the ZipInfo it is given (the attribute is public as compress_level in 3.13).
+        setattr(info, "_compresslevel", DEFLATE_LEVEL)  # noqa: B010
     mode = 0o755 if arcname.endswith(".so") or ".so." in arcname else 0o644
     info.external_attr = (mode | stat.S_IFREG) << 16
     return info
 
 
+# What a WheelContents holds per member: bytes (``read_wheel``'s result, the default) or ``Source`` (bytes or paths).
+Member = TypeVar("Member", bound=Source, default=bytes)
+
+
 @dataclass
-class WheelContents:
-    """A wheel held in memory: its name, its METADATA and every other file (RECORD excluded)."""
+class WheelContents(Generic[Member]):
+    """A wheel: its name, its METADATA and every other file (RECORD excluded). ``read_wheel`` gives the files as
+    bytes; a wheel to write may also name files by path (``WheelContents[Source]``), streamed when it is written."""
 
     name: WheelName
     metadata: RawMetadata
-    files: dict[str, bytes] = field(default_factory=dict)
+    files: dict[str, Member] = field(default_factory=dict)
     root_is_purelib: bool = False
+
+
+@dataclass(frozen=True)
+class WrittenWheel:
+    path: Path
+    written: bool  # False: the destination already held exactly these bytes and was left alone
+    size: int  # bytes of the wheel at ``path``
 
 
 def build_metadata(
@@ -115,26 +207,84 @@ def _wheel_file_bytes(name: WheelName, root_is_purelib: bool) -> bytes:
     return ("\n".join(lines) + "\n\n").encode()
 
 
-def write_wheel(contents: WheelContents, out_dir: Path) -> Path:
-    """Write ``contents`` as ``out_dir/<filename>`` atomically; returns the final path."""
+def _members(contents: WheelContents[Member]) -> list[tuple[str, Source]]:
+    """Every member but RECORD, in archive order: package files, then the .dist-info (METADATA and WHEEL made here)."""
     name = contents.name
     dist_info = name.dist_info
-    payload = {path: data for path, data in contents.files.items() if not path.endswith(".dist-info/RECORD")}
+    payload: dict[str, Source] = {
+        path: data for path, data in contents.files.items() if not path.endswith(".dist-info/RECORD")
+    }
     stale = [p for p in payload if ".dist-info/" in p and not p.startswith(f"{dist_info}/")]
     if stale:
         raise InvalidWheel(f"{name.filename}: files {stale} belong to another .dist-info than {dist_info}")
     payload[f"{dist_info}/METADATA"] = _metadata_bytes(build_metadata(name, base=contents.metadata))
     payload[f"{dist_info}/WHEEL"] = _wheel_file_bytes(name, contents.root_is_purelib)
+    return [(path, payload[path]) for path in sorted(payload, key=lambda p: (p.startswith(f"{dist_info}/"), p))]
 
+
+def _record_hash(source: Source) -> tuple[str, int]:
+    if isinstance(source, bytes):
+        return f"sha256={urlsafe_b64encode(hashlib.sha256(source).digest()).decode()}", len(source)
+    # file_digest remembers what the digest check already hashed: a rerun reads each file once.
+    return f"sha256={urlsafe_b64encode(file_digest(source, 'sha256')).decode()}", source.stat().st_size
+
+
+def _expected_record(members: list[tuple[str, Source]], record_path: str) -> list[list[str]]:
+    rows = []
+    for path, source in members:
+        digest, size = _record_hash(source)
+        rows.append([path, digest, str(size)])
+    return [*rows, [record_path, "", ""]]
+
+
+def _holds(final: Path, record: list[list[str]]) -> bool:
+    """Whether ``final`` is the wheel this writer would write for ``record``: same writer, members and RECORD."""
+    try:
+        with ZipFile(final) as archive:
+            if archive.comment != _writer_comment():
+                return False
+            if [info.filename for info in archive.infolist()] != [row[0] for row in record]:
+                return False
+            text = archive.read(record[-1][0]).decode()
+    except (OSError, BadZipFile, KeyError, UnicodeDecodeError):
+        return False
+    return list(csv.reader(io.StringIO(text))) == record
+
+
+def write_wheel_if_changed(contents: WheelContents[Member], out_dir: Path,
+                           on_bytes: BytesCallback | None = None) -> WrittenWheel:
+    """Write ``contents`` as ``out_dir/<filename>`` atomically, unless that file already holds exactly these bytes.
+
+    ``on_bytes`` is called with each chunk's size as files are streamed in (not for a wheel left alone)."""
+    name = contents.name
+    members = _members(contents)
+    record_path = f"{name.dist_info}/RECORD"
     final = out_dir / name.filename
+    if final.is_file() and not final.is_symlink() and _holds(final, _expected_record(members, record_path)):
+        return WrittenWheel(final, False, final.stat().st_size)
     with atomic_path(final) as tmp, temporary_directory(out_dir, "wheel") as staging:
         # WheelFile checks the filename, so it writes under the real name inside a private folder first.
         staged = staging / name.filename
         with _ReproducibleWheelFile(staged, "w") as wheel:
-            for path in sorted(payload, key=lambda p: (p.startswith(f"{dist_info}/"), p)):
-                wheel.writestr(_zipinfo(path), payload[path])
+            wheel.comment = _writer_comment()
+            for path, source in members:
+                if isinstance(source, bytes):
+                    wheel.writestr(_zipinfo(path, compress_type_for(source, len(source))), source)
+                    continue
+                size = source.stat().st_size
+                written = wheel.write_path(_zipinfo(path, compress_type_for(source, size)), source, on_bytes)
+                checked = checked_digest(source, "sha256")
+                if checked is not None and written != f"sha256={urlsafe_b64encode(checked).decode()}":
+                    raise InvalidWheel(f"{name.filename}: {path} changed after it was checked (its digest differs)")
         os.replace(staged, tmp)
-    return final
+        size = tmp.stat().st_size
+    return WrittenWheel(final, True, size)
+
+
+def write_wheel(contents: WheelContents[Member], out_dir: Path) -> Path:
+    """Write ``contents`` as ``out_dir/<filename>`` atomically (left alone when it already holds exactly these
+    bytes); returns the final path."""
+    return write_wheel_if_changed(contents, out_dir).path
 
 
 def read_wheel(path: Path) -> WheelContents:
@@ -167,7 +317,7 @@ def _move_dist_info(path: str, old: str, new: str) -> str:
     return new + path[len(old) :] if path.startswith(f"{old}/") else path
 
 
-def rename_wheel(contents: WheelContents, new_name: WheelName) -> WheelContents:
+def rename_wheel(contents: WheelContents[Member], new_name: WheelName) -> WheelContents[Member]:
     """The same files under a new distribution name/version/tag; METADATA follows the new name."""
     old = contents.name.dist_info
     files = {_move_dist_info(p, old, new_name.dist_info): data for p, data in contents.files.items()}
