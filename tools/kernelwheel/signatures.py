@@ -13,6 +13,7 @@ every other file (``tools.kernelwheel.digests``).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import threading
@@ -130,11 +131,16 @@ def _make_verifier(trusted_root: Path | None) -> tuple[Verifier | None, str | No
             return Verifier.production(), None
         except SigstoreError as exc:
             refresh_failed = f"Sigstore's trusted root could not be refreshed ({exc})"
+    tuf_log = logging.getLogger("sigstore._internal.tuf")  # it logs "loaded in offline mode" on stderr: said below
+    level = tuf_log.level
+    tuf_log.setLevel(logging.ERROR)
     try:
         verifier = Verifier.production(offline=True)
     except (SigstoreError, OSError, ValueError) as exc:
         return None, (f"no Sigstore trusted root: the TUF cache cannot be read ({exc}); "
                       "pass --sigstore-trusted-root FILE")
+    finally:
+        tuf_log.setLevel(level)
     return verifier, None if offline else f"{refresh_failed}: using the local TUF cache's copy"
 
 
@@ -143,6 +149,7 @@ def verify_signature(metadata: bytes | None, bundle: bytes | None, verifier: Ver
     """The signature half of kernels' ``verify_variant``, same order and same result types: the bundle parses,
     metadata.json is present, the bundle verifies over its bytes under ``AnyOf(policies)``."""
     from kernels.verify import VerificationResult
+    from sigstore.errors import CertValidationError
     from sigstore.errors import Error as SigstoreError
     from sigstore.models import Bundle, InvalidBundle
     from sigstore.verify import policy
@@ -159,6 +166,8 @@ def verify_signature(metadata: bytes | None, bundle: bytes | None, verifier: Ver
         verifier.verify_artifact(metadata, signature_bundle, policy.AnyOf(list(policies)))
     except (SigstoreError, ValueError) as exc:
         reason: str = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, CertValidationError):
+            reason = f"the signing certificate does not chain to the trusted root's CA ({reason})"
         signer = signer_of(signature_bundle.signing_certificate)
         try:
             policy.AnyOf(list(policies)).verify(signature_bundle.signing_certificate)
