@@ -15,11 +15,12 @@ from urllib.parse import unquote
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+from wheel.wheelfile import WheelFile
 
 from tests.helpers import standin_wheels as standin
 from tools.cli import index as index_cli
 from tools.kernelwheel import atomic
-from tools.kernelwheel.errors import InvalidWheel, ToolError
+from tools.kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
 from tools.kernelwheel.index import writer
 from tools.kernelwheel.index.wheels import IndexedWheel, admits_torch_minor, inspect_wheel
 from tools.kernelwheel.index.writer import write_index
@@ -29,6 +30,7 @@ from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_whe
 T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"
 T214 = "img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl"
 STABLE = "img2gray_stable_cu130-0.1.0-cp39-abi3-manylinux_2_28_x86_64.whl"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 _LINK = re.compile(r'<a href="([^"#]+)#sha256=([0-9a-f]{64})"([^>]*)>([^<]+)</a>')
 
 
@@ -158,7 +160,7 @@ def test_a_failed_update_leaves_the_previous_index_whole(wheelhouse: Path, monke
         real_replace(src, dst)
 
     monkeypatch.setattr(atomic.os, "replace", failing_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(IndexWriteFailed, match="disk full; the index already in place is unchanged"):
         write_index(wheelhouse)
     monkeypatch.undo()
     assert {p: p.read_bytes() for p in simple.rglob("*.html")} == before
@@ -230,20 +232,256 @@ def test_pip_reads_the_static_index_from_disk(wheelhouse: Path, tmp_path: Path) 
     """pip resolves img2gray-cu130 through the file:// sub-index (PEP 658 metadata, no torch needed)."""
     write_index(wheelhouse)
     report = tmp_path / "report.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps", "--quiet",
-         "--report", str(report), "--index-url", (wheelhouse / "simple" / "torch2.14").as_uri() + "/",
-         "img2gray-cu130"],
-        check=True, env=env, timeout=120,
-    )  # fmt: skip
+    _pip_dry_run(wheelhouse / "simple" / "torch2.14", "img2gray-cu130", report)
     installed = json.loads(report.read_text())["install"]
     assert [(i["metadata"]["name"], i["metadata"]["version"]) for i in installed] == [
         ("img2gray-cu130", "0.1.0+torch2.14")
     ]
 
 
+def _pip_dry_run(index: Path, project: str, report: Path) -> None:
+    """``pip install --dry-run`` of ``project`` from the file:// index ``index`` (the machine's pip config ignored)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps", "--quiet",
+         "--report", str(report), "--index-url", index.as_uri() + "/", project],
+        check=True, env=env, timeout=120,
+    )  # fmt: skip
+
+
 def test_not_a_folder_is_a_tool_error(tmp_path: Path) -> None:
     with pytest.raises(ToolError):
         write_index(tmp_path / "nope")
+
+
+# ---------------------------------------------------------------------------------------------- hostile input (J)
+
+
+def _spelled_wheel(out: Path, filename: str, *, name: str, body: str = "X = 1\n", stored: bool = False) -> Path:
+    """A real wheel (wheel's own ``WheelFile`` writes RECORD) whose file and .dist-info use ``filename``'s spelling."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / filename
+    with WheelFile(path, "w", compression=zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED) as wheel:
+        info = wheel.dist_info_path
+        version = filename.split("-")[1]
+        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr("pkg/__init__.py", body)
+    return path
+
+
+def _run_index(house: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tools.cli.index", str(house)], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=120)  # fmt: skip
+
+
+def _error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The command's error: exit 1, no traceback, one ``error:`` line (plus the listed wheels below it)."""
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    return result.stderr[result.stderr.index("error: ") :].strip()
+
+
+def _corrupt_deflate(wheel: Path) -> None:
+    """Flip bytes inside the compressed data of the package module (headers and central directory stay valid)."""
+    with zipfile.ZipFile(wheel) as archive:
+        info = next(i for i in archive.infolist() if i.filename.endswith("__init__.py"))
+    assert info.compress_type == zipfile.ZIP_DEFLATED
+    data = bytearray(wheel.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for offset in range(start, start + min(40, info.compress_size)):
+        data[offset] ^= 0xFF
+    wheel.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("kind", ["corrupt deflate", "not a zip", "zip without METADATA"])
+def test_an_unreadable_wheel_is_one_line_naming_it_and_the_index_is_unchanged(
+    wheelhouse: Path, tmp_path: Path, kind: str
+) -> None:
+    write_index(wheelhouse)
+    before = {p: p.read_bytes() for p in (wheelhouse / "simple").rglob("*")if p.is_file()}
+    if kind == "corrupt deflate":
+        bad = standin.write_standin(tmp_path / "other", torch="2.15")
+        _corrupt_deflate(bad)
+        bad = bad.rename(wheelhouse / bad.name)
+        expected = f"{bad.name}: not a readable wheel (zip archive): zlib.error: Error -3 while decompressing data"
+    elif kind == "not a zip":
+        bad = wheelhouse / "junk-1.0-py3-none-any.whl"
+        bad.write_bytes(os.urandom(4096))
+        expected = f"{bad.name}: not a readable wheel (zip archive): zipfile.BadZipFile: File is not a zip file"
+    else:
+        bad = wheelhouse / "junk-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(bad, "w") as archive:
+            archive.writestr("junk/__init__.py", "")
+        expected = f"{bad}: cannot be read as a wheel: Missing junk-1.0.dist-info/RECORD file"
+    message = _error_line(_run_index(wheelhouse))
+    assert message == f"error: cannot index {wheelhouse}:\n  {expected}" or message.startswith(
+        f"error: cannot index {wheelhouse}:\n  {expected}"
+    )
+    assert message.count("\n") == 1  # one wheel, one line
+    assert {p: p.read_bytes() for p in (wheelhouse / "simple").rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize(
+    ("state", "problem"),
+    [
+        ("[]", "is a JSON list, not an object"),
+        ('{"version": 1, "wheels": {}, "pages": []}', "wheels is dict, not a list"),
+        ('{"version": 1, "wheels": [], "pages": 5}', "pages is int, not a list"),
+        ('{"version": 1, "wheels": [7], "pages": []}', "wheels[0] is int, not an object"),
+        ('{"version": 1, "wheels": [], "pages": [null]}', "pages[0] is None, not one of the index's pages"),
+        ("[" * 100_000, "is not JSON (RecursionError"),
+        ('{"version": 1, "wheels": [{"filename": "../x.whl"}], "pages": []}', "wheels[0] has the keys ['filename']"),
+    ],
+)
+def test_a_state_file_of_the_wrong_shape_is_a_clear_error_and_changes_nothing(
+    wheelhouse: Path, state: str, problem: str
+) -> None:
+    write_index(wheelhouse)
+    state_file = wheelhouse / "simple" / ".index-state.json"
+    state_file.write_text(state)
+    standin.write_standin(wheelhouse, torch="2.15")
+    before = {p: p.read_bytes() for p in wheelhouse.rglob("*") if p.is_file()}
+    message = _error_line(_run_index(wheelhouse))
+    assert message.startswith(f"error: {state_file}: {problem}"), message
+    assert message.endswith("Nothing was changed; remove the file to rebuild the index from the wheels")
+    assert {p: p.read_bytes() for p in wheelhouse.rglob("*") if p.is_file()} == before
+    state_file.unlink()  # the documented way out: the next run rebuilds from the wheels
+    assert "torch2.15" in write_index(wheelhouse).torch_indexes
+
+
+@pytest.mark.parametrize("entry", ["../../victim.txt", "ABSOLUTE", "img2gray-cu130/../../../victim.txt",
+                                   "torch2.13/index.html/../../../victim.txt"])
+def test_state_pages_are_never_trusted_as_paths(wheelhouse: Path, tmp_path: Path, entry: str) -> None:
+    write_index(wheelhouse)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    entry = str(victim) if entry == "ABSOLUTE" else entry
+    state_file = wheelhouse / "simple" / ".index-state.json"
+    state = json.loads(state_file.read_text())
+    state["pages"].append(entry)
+    state_file.write_text(json.dumps(state))
+    message = _error_line(_run_index(wheelhouse))
+    assert f"is {entry!r}, not one of the index's pages" in message
+    assert victim.read_text() == "keep me"
+
+
+def test_a_symlinked_page_folder_leading_outside_is_refused_before_anything_is_written(
+    wheelhouse: Path, tmp_path: Path
+) -> None:
+    write_index(wheelhouse)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "index.html").write_text("not the index's")
+    sub = wheelhouse / "simple" / "torch2.14"
+    for page in sub.rglob("*"):
+        if page.is_file():
+            page.unlink()
+    for folder in sorted(sub.rglob("*"), reverse=True):
+        folder.rmdir()
+    sub.rmdir()
+    sub.symlink_to(outside, target_is_directory=True)
+    message = _error_line(_run_index(wheelhouse))
+    assert message == (f"error: {sub / 'img2gray-cu130' / 'index.html'} leads to {outside / 'img2gray-cu130' / 'index.html'}"
+                       f", outside {(wheelhouse / 'simple').resolve()}; refusing to write or remove it")  # fmt: skip
+    assert [p.name for p in outside.rglob("*")] == ["index.html"]
+    assert (outside / "index.html").read_text() == "not the index's"
+
+
+def test_a_same_size_replacement_with_its_mtime_kept_gets_its_new_hash(tmp_path: Path) -> None:
+    house = tmp_path / "wheelhouse"
+    first = _spelled_wheel(house, "pkg-1.0-py3-none-any.whl", name="pkg", body="X = 1\n", stored=True)
+    write_index(house)
+    page = house / "simple" / "pkg" / "index.html"
+    old_sha = hashlib.sha256(first.read_bytes()).hexdigest()
+    assert links(page)[first.name][1] == old_sha
+    second = _spelled_wheel(tmp_path / "other", "pkg-1.0-py3-none-any.whl", name="pkg", body="X = 2\n", stored=True)
+    stat = first.stat()
+    assert second.stat().st_size == stat.st_size and second.read_bytes() != first.read_bytes()
+    first.write_bytes(second.read_bytes())
+    os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (first.stat().st_size, first.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    report = write_index(house)
+    new_sha = hashlib.sha256(second.read_bytes()).hexdigest()
+    assert report.added == [first.name]
+    assert links(page)[first.name][1] == new_sha != old_sha
+    # pip checks the served file against the page's hash: it installs the replacement without a hash error.
+    _pip_dry_run(house / "simple", "pkg", tmp_path / "report.json")
+    assert json.loads((tmp_path / "report.json").read_text())["install"][0]["download_info"]["archive_info"][
+        "hashes"]["sha256"] == new_sha  # fmt: skip
+
+
+def test_a_tampered_metadata_file_is_rewritten_from_the_wheel(wheelhouse: Path) -> None:
+    write_index(wheelhouse)
+    metadata = wheelhouse / (T214 + ".metadata")
+    good = metadata.read_bytes()
+    metadata.write_bytes(good.replace(b"torch==2.14.*", b"torch>=2.0"))
+    write_index(wheelhouse)
+    assert metadata.read_bytes() == good
+
+
+def test_names_that_normalise_to_the_same_wheel_are_refused(tmp_path: Path) -> None:
+    house = tmp_path / "wheelhouse"
+    for body, spelled in enumerate(["Foo_Bar", "foo.bar", "FOO_bar"]):
+        _spelled_wheel(house, f"{spelled}-1.0-py3-none-any.whl", name=spelled, body=f"X = {body}\n")
+    _spelled_wheel(house, "foo_bar-2.0-py3-none-any.whl", name="foo_bar")  # another version: fine on its own
+    message = _error_line(_run_index(house))
+    assert message == (
+        f"error: cannot index {house}:\n  FOO_bar-1.0-py3-none-any.whl, Foo_Bar-1.0-py3-none-any.whl, "
+        "foo.bar-1.0-py3-none-any.whl: these names normalise to the same wheel (foo-bar 1.0 py3-none-any, "
+        "PEP 503/427), so an installer would take any one of them; keep one"
+    )
+    assert not (house / "simple" / "foo-bar").exists()
+    for spelled in ["FOO_bar", "foo.bar"]:
+        (house / f"{spelled}-1.0-py3-none-any.whl").unlink()
+    assert write_index(house).projects == ["foo-bar"]  # one spelling left: indexed
+
+
+@pytest.mark.parametrize("name", ["fóo", "foo\u212a", "ſoo", "foo２"])
+def test_a_non_ascii_project_name_is_refused(tmp_path: Path, name: str) -> None:
+    house = tmp_path / "wheelhouse"
+    _spelled_wheel(house, f"{name}-1.0-py3-none-any.whl", name=name)
+    message = _error_line(_run_index(house))
+    assert message == (
+        f"error: cannot index {house}:\n  {name}-1.0-py3-none-any.whl: the project name {name!r} is not a PEP 508 "
+        "name (ASCII letters, digits, '.', '_', '-'; starting and ending with a letter or digit)"
+    )
+    assert not (house / "simple" / name).exists() and not list((house / "simple").glob("*/index.html"))
+
+
+_KILL_AT_METADATA = """
+import os, signal, sys
+from pathlib import Path
+from tools.kernelwheel import atomic
+from tools.kernelwheel.index.writer import write_index
+real = os.replace
+def replace(src, dst):
+    if str(dst).endswith(".whl.metadata"):
+        os.kill(os.getpid(), signal.SIGKILL)  # the .part is complete on disk, not yet moved into place
+    real(src, dst)
+atomic.os.replace = replace
+write_index(Path(sys.argv[1]))
+"""
+
+
+def test_a_sigkilled_run_leaves_a_part_file_that_the_next_run_sweeps(wheelhouse: Path) -> None:
+    killed = subprocess.run([sys.executable, "-c", _KILL_AT_METADATA, str(wheelhouse)], cwd=REPO_ROOT, timeout=120)
+    assert killed.returncode == -9
+    leftovers = list(wheelhouse.glob(".*.metadata.*.part"))
+    assert len(leftovers) == 1 and leftovers[0].name.startswith(f".{T213}.metadata.")
+    result = _run_index(wheelhouse)
+    assert result.returncode == 0, result.stderr
+    assert not [p for p in wheelhouse.rglob("*.part")]
+    for page in (wheelhouse / "simple").rglob("index.html"):
+        for target, sha, _ in links(page).values():
+            assert hashlib.sha256(target.read_bytes()).hexdigest() == sha
+
+
+def test_a_live_writers_temporary_is_left_alone(wheelhouse: Path) -> None:
+    live = wheelhouse / f".{T214}.metadata.{os.getppid()}.abcdefgh.part"  # pytest's parent: alive
+    live.write_bytes(b"being written")
+    assert write_index(wheelhouse).swept == []
+    assert live.exists()

@@ -8,11 +8,17 @@ import functools
 import hashlib
 import http.server
 import json
+import os
+import re
+import socket
+import subprocess
 import sys
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -345,3 +351,260 @@ def test_a_second_backend_of_an_installed_kernel_is_refused(cuda_index: Path) ->
     reinstall = Environment("/env/bin/python", Version("3.11.7"), Version("2.14.1"), TAGS, Version("13.0"),
                             frozenset({"img2gray-cu130", "torch"}))
     assert plan_install(cuda_index.as_uri() + "/", "img2gray-cu130", reinstall).project == "img2gray-cu130"
+
+
+# ---------------------------------------------------------------------------------------------- hostile input (J)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class _RecordingHandler(_QuietHandler):
+    """Serves a folder and records every path asked for (on the class, per test via ``_recording``)."""
+
+    requested: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).requested.append(self.path)
+        super().do_GET()
+
+
+@contextlib.contextmanager
+def _recording(root: Path) -> Iterator[tuple[str, list[str]]]:
+    handler = type("Recording", (_RecordingHandler,), {"requested": []})
+    with _serve(root, handler) as host:
+        yield host, handler.requested
+
+
+def _command(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m tools.cli.install_command ...`` as a user runs it (for this interpreter, torch 2.14.1)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "KERNELWHEEL_"))}
+    full_env.update(PIP_CONFIG_FILE=os.devnull, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "tools.cli.install_command", "--torch", "2.14.1", *args],
+                          capture_output=True, text=True, cwd=REPO_ROOT, env=full_env, timeout=timeout)  # fmt: skip
+
+
+def _one_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The command failed with exit 1 and exactly one ``error:`` line, no traceback, nothing on stdout."""
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    return errors[0]
+
+
+def _rewrite_page(simple: Path, old: str, new: str) -> None:
+    page = simple / "img2gray-cu130" / "index.html"
+    text = page.read_text()
+    assert old in text
+    page.write_text(text.replace(old, new))
+
+
+def test_a_metadata_file_without_a_hash_on_the_page_is_never_fetched(simple: Path) -> None:
+    # The page says data-core-metadata="true" (no hash) and the .metadata of the newer torch-2.13 build lies that
+    # any torch fits. Unhashed, it proves nothing: the +torch2.13 label decides, and the file is not even fetched.
+    metadata = simple.parent / (NEWER_T213 + ".metadata")
+    metadata.write_bytes(metadata.read_bytes().replace(b"torch==2.13.*", b"torch>=2.10"))
+    page = simple / "img2gray-cu130" / "index.html"
+    page.write_text(re.sub(r'data-core-metadata="sha256=[0-9a-f]+" data-dist-info-metadata="sha256=[0-9a-f]+"',
+                           'data-core-metadata="true"', page.read_text()))  # fmt: skip
+    with _recording(simple.parent) as (host, requested):
+        plan = plan_install(f"http://{host}/simple/", "img2gray-cu130", target("2.14.1"))
+    assert plan.wheel.filename == T214
+    assert not [path for path in requested if path.endswith(".metadata")]
+
+
+def test_only_data_dist_info_metadata_is_read_as_no_metadata(simple: Path) -> None:
+    """pypi-simple 1.8 reads data-core-metadata only; a page with just the older spelling gets no .metadata fetch."""
+    page = simple / "img2gray-cu130" / "index.html"
+    page.write_text(re.sub(r' data-core-metadata="sha256=[0-9a-f]+"', "", page.read_text()))
+    assert "data-dist-info-metadata" in page.read_text() and "data-core-metadata" not in page.read_text()
+    candidates = client.list_candidates(simple.as_uri() + "/", "img2gray-cu130")
+    assert candidates and all(c.metadata_url is None for c in candidates)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"\x00\xff garbage \xfe", "not core metadata (no Name and Version fields)"),
+        (b"<html>login</html>", "not core metadata (no Name and Version fields)"),
+        (b"Metadata-Version: 2.1\nName: other\nVersion: 0.2.0+torch2.13\nRequires-Dist: torch>=2.10\n",
+         f"says other 0.2.0+torch2.13, but the file is {NEWER_T213} (img2gray-cu130 0.2.0+torch2.13)"),
+        (b"Metadata-Version: 2.1\nName: img2gray-cu130\nVersion: 9.9\nRequires-Dist: torch>=2.10\n",
+         f"says img2gray-cu130 9.9, but the file is {NEWER_T213}"),
+    ],
+)
+def test_a_metadata_file_whose_hash_matches_but_is_not_the_wheels_metadata_is_refused(
+    simple: Path, content: bytes, problem: str
+) -> None:
+    # A self-consistent hostile page: the hash on the page is the hash of the garbage it serves.
+    metadata = simple.parent / (NEWER_T213 + ".metadata")
+    _rewrite_page(simple, hashlib.sha256(metadata.read_bytes()).hexdigest(), hashlib.sha256(content).hexdigest())
+    metadata.write_bytes(content)
+    with _recording(simple.parent) as (host, _):
+        result = _command("--index-url", f"http://{host}/simple/", "img2gray-cu130")
+    url = f"http://{host}/{NEWER_T213.replace('+', '%2B')}.metadata"
+    assert _one_error(result).startswith(f"error: {url}: {problem}")
+
+
+@pytest.mark.parametrize(
+    "href",
+    ["FILE:///etc/hostname", "file:/etc/hostname", "ftp://127.0.0.1/x.whl", "data:,secret", "gopher://127.0.0.1/x"],
+)
+def test_a_remote_page_may_link_only_to_http(simple: Path, tmp_path: Path, href: str) -> None:
+    root = tmp_path / "hostile"
+    _page_linking(root, href, T214)
+    with _serve(root) as host:
+        message = _one_error(_command("--index-url", f"http://{host}/simple/", "img2gray-cu130"))
+    page = f"http://{host}/simple/img2gray-cu130/"
+    if href.lower().startswith("file:"):
+        assert message == (f"error: {page} links {T214} to file:///etc/hostname: a remote index may not "
+                           "point at local files, refusing it")  # fmt: skip
+    else:
+        assert message.startswith(f"error: {page} links {T214} to {href}, which is not usable: its scheme is ")
+        assert message.endswith("(usable here: http:, https:); refusing the page")
+
+
+class _RedirectToFile(_QuietHandler):
+    def do_GET(self) -> None:
+        self.send_response(302)
+        self.send_header("Location", "file:///etc/passwd")
+        self.end_headers()
+
+
+def test_a_redirect_to_a_local_file_is_not_followed_and_nothing_local_is_read(tmp_path: Path) -> None:
+    with _serve(tmp_path, _RedirectToFile) as host:
+        message = _one_error(_command("--index-url", f"http://{host}/simple/", "img2gray-cu130"))
+    assert message.startswith(f"error: http://{host}/simple/img2gray-cu130/: ")
+    assert "root:" not in message  # /etc/passwd's content is not quoted anywhere
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://[::1/simple/", "it cannot be parsed (Invalid IPv6 URL)"),
+        ("http://127.0.0.1:99999/simple/", "it cannot be parsed (Port out of range 0-65535)"),
+        ("http://127.0.0.1:abc/simple/", "it cannot be parsed (Port could not be cast to integer value as 'abc')"),
+        ("http:///simple/", "it has no host"),
+        ("http://a..b/simple/", "its host 'a..b' is not a valid host name"),
+        ("http://exa mple.com/simple/", "it contains whitespace or a control character"),
+        ("http://example.com/sim\nple/", "it contains whitespace or a control character"),
+        ("http://user:p w@127.0.0.1/simple/", "it contains whitespace or a control character"),
+        ("ftp://example.com/simple/", "its scheme is ftp: (usable here: http:, https:, file:)"),
+        ("simple/", "its scheme is missing (usable here: http:, https:, file:)"),
+        ("file://host/x/", "a file: URL must name a local path (file:///...)"),
+        ("http://127.0.0.1:0/simple/", "port 0 is not a port a server listens on"),
+    ],
+)
+def test_a_malformed_index_url_is_one_line(url: str, problem: str) -> None:
+    message = _one_error(_command("--index-url", url, "img2gray-cu130"))
+    shown = client.redact(url) if url.isprintable() else ascii(client.redact(url))
+    assert message == (f"error: index URL {shown} is not usable: {problem}; expected http(s)://host[:port]/.../simple/ "
+                       "or file:///path/to/simple/") or message.startswith(f"error: index URL {shown} is not usable: "
+                                                                           f"{problem}")  # fmt: skip
+    assert ":p w@" not in message
+
+
+@pytest.mark.parametrize("href", ["http://[::1/x.whl", "http://a..b/" + STABLE, "http://127.0.0.1:99999/" + STABLE])
+def test_a_malformed_link_on_a_page_is_one_line(tmp_path: Path, href: str) -> None:
+    root = tmp_path / "hostile"
+    _page_linking(root, href, STABLE)
+    with _serve(root) as host:
+        message = _one_error(_command("--index-url", f"http://{host}/simple/", "img2gray-cu130"))
+    assert message.startswith(f"error: http://{host}/simple/img2gray-cu130/")
+
+
+@pytest.mark.parametrize("kind", ["not a zip", "zip without METADATA"])
+def test_a_served_wheel_that_is_not_a_wheel_is_one_line(tmp_path: Path, kind: str) -> None:
+    root = tmp_path / "hostile"
+    _page_linking(root, f"../../{STABLE}", STABLE)  # no label, no .metadata: the wheel itself is read
+    wheel = root / STABLE
+    if kind == "not a zip":
+        wheel.write_bytes(os.urandom(2048))
+    else:
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr("img2gray/__init__.py", "")
+    with _serve(root) as host:
+        message = _one_error(_command("--index-url", f"http://{host}/simple/", "img2gray-cu130"))
+    expected = ("not a wheel (not a readable zip archive: File is not a zip file)" if kind == "not a zip"
+                else "not a wheel: it has no *.dist-info/METADATA")  # fmt: skip
+    assert message == f"error: http://{host}/{STABLE}: {expected}"
+
+
+@contextlib.contextmanager
+def _drip_server(phase: str) -> Iterator[str]:
+    """A server that answers one byte every 5 s: from the status line on, or after prompt headers (the body)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            body = b"<html><body>" + b" " * 4096
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(body)
+            if phase == "body":
+                connection.sendall(head)
+            for byte in (head if phase == "status line" else b"") + body:
+                if stop.wait(5):
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return  # the client gave up: what the deadline is for
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+        thread.join(10)
+
+
+@pytest.mark.parametrize("phase", ["status line", "body"])
+def test_a_server_dripping_one_byte_every_5_s_ends_at_the_deadline(phase: str) -> None:
+    with _drip_server(phase) as host:
+        started = time.monotonic()
+        result = _command("--index-url", f"http://{host}/simple/", "img2gray-cu130", "--timeout", "4", timeout=80)
+        elapsed = time.monotonic() - started
+    assert _one_error(result) == (
+        f"error: http://{host}/simple/: no complete answer within 4 s (the deadline for reading the index, "
+        "--timeout); the server is too slow or is holding the connection open. Nothing was installed"
+    )
+    # Functional, not a speed check: without the deadline this runs for hours (30 s per read never trips).
+    assert elapsed < 60
+
+
+def test_the_password_is_never_printed_and_the_printed_command_works_with_the_variable(
+    simple: Path, tmp_path: Path
+) -> None:
+    with _serve(simple.parent, _AuthHandler) as host:
+        result = _command("--index-url", f"http://reader:pw@{host}/simple/", "img2gray-cu130")
+        assert result.returncode == 0, result.stderr
+        assert ":pw@" not in result.stdout + result.stderr
+        index = f'http://reader:"${{KERNELWHEEL_INDEX_PASSWORD}}"@{host}/simple/torch2.14/'
+        assert result.stdout == f"{sys.executable} -m pip install --index-url {index} img2gray-cu130 torch==2.14.1\n"
+        assert "set KERNELWHEEL_INDEX_PASSWORD before running the command" in result.stderr
+
+        as_json = _command("--index-url", f"http://reader:pw@{host}/simple/", "img2gray-cu130", "--json")
+        plan = json.loads(as_json.stdout)
+        assert ":pw@" not in as_json.stdout + as_json.stderr
+        assert plan["index_url"] == f"http://reader:***@{host}/simple/torch2.14/"
+        assert plan["password_env"] == ["KERNELWHEEL_INDEX_PASSWORD"]
+        assert f"http://reader:${{KERNELWHEEL_INDEX_PASSWORD}}@{host}/simple/torch2.14/" in plan["argv"]
+
+        # The password kept off the command line: from the variable, with a user-only URL.
+        from_env = _command("--index-url", f"http://reader@{host}/simple/", "img2gray-cu130",
+                            env={"KERNELWHEEL_INDEX_PASSWORD": "pw"})  # fmt: skip
+        assert from_env.stdout == result.stdout and ":pw@" not in from_env.stdout + from_env.stderr
+
+        # The printed command, run by a shell with the variable set, reaches the index (pip download, no install).
+        printed = result.stdout.strip().replace(" -m pip install ", f" -m pip download --no-deps -d {tmp_path} ")
+        printed = printed.removesuffix(" torch==2.14.1")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+        env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", KERNELWHEEL_INDEX_PASSWORD="pw")
+        subprocess.run(["bash", "-c", printed], check=True, env=env, timeout=120, capture_output=True)
+    assert [p.name for p in tmp_path.glob("*.whl")] == [T214]

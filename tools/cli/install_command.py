@@ -1,14 +1,20 @@
 """``python -m tools.cli.install_command PROJECT --index-url URL``: print (or ``--run``) the pip/uv command that
-installs a project's wheel for the torch already installed, with torch pinned (``tools.kernelwheel.install``)."""
+installs a project's wheel for the torch already installed, with torch pinned (``tools.kernelwheel.install``).
+
+A password is never printed. It may come from the URL (``http://reader:pw@host/simple/``) or, kept off the command
+line, from ``$KERNELWHEEL_INDEX_PASSWORD`` with ``http://reader@host/simple/``; either way the printed command (and
+``--json``'s argv) says ``"${KERNELWHEEL_INDEX_PASSWORD}"`` where the password goes. Exit status: 0 planned (or
+installed with ``--run``), 1 any error (one ``error:`` line), the installer's own status when ``--run`` fails."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
+import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,7 +23,15 @@ from packaging.version import Version
 from tools.kernelwheel.console import make_console, print_error, print_step
 from tools.kernelwheel.errors import ToolError, TorchNotInstalled
 from tools.kernelwheel.index.client import redact
-from tools.kernelwheel.install import Environment, plan_install
+from tools.kernelwheel.install import (
+    DEFAULT_DEADLINE_S,
+    PASSWORD_ENV,
+    Environment,
+    plan_install,
+    printable_argv,
+    shell_command,
+    with_password,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,14 +48,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--torch", type=Version, help="plan for this torch version instead of the installed one")
     parser.add_argument("--run", action="store_true", help="run the command, then check torch is unchanged")
     parser.add_argument("--json", action="store_true", help="print a JSON plan instead of a shell command")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_DEADLINE_S, metavar="SECONDS",
+                        help="seconds for probing the target and reading the index, all requests together "
+                        f"(default {DEFAULT_DEADLINE_S:g}); the installer run by --run is not limited")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = make_console()
+    index_url = with_password(args.index_url, os.environ.get(PASSWORD_ENV))
+    deadline = time.monotonic() + args.timeout  # one deadline for probing the target and reading the index
     try:
-        target = Environment.probe(args.python)
+        target = Environment.probe(args.python, timeout_s=args.timeout)
         if args.torch is not None:
             target = Environment(target.python, target.python_version, args.torch, target.tags, target.cuda)
         if target.torch is None:
@@ -51,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         print_step(console, f"* {target.describe()} ({args.python})")
         plan = plan_install(
-            args.index_url, args.project, target, installer=args.installer, extra_index_urls=args.extra_index_url
+            index_url, args.project, target, installer=args.installer, extra_index_urls=args.extra_index_url,
+            deadline_s=deadline - time.monotonic(), deadline_shown_s=args.timeout,
         )
     except ToolError as exc:
         print_error(console, exc)
@@ -60,18 +80,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_step(console, f"  skipped {item.candidate.filename}: {item.reason}")
     print_step(console, f"* {plan.project}: {plan.wheel.filename} from {redact(plan.index_url)}")
     print_step(console, f"  why: {plan.reason}")
+    shown, variables = printable_argv(plan)
+    if variables and not args.run:
+        print_step(console, f"  the password is not printed: set {', '.join(variables)} before running the command "
+                            "(or drop it from the URL and keep it in ~/.netrc)")
     if args.json:
-        print(json.dumps({"version": 1, "wheel": plan.wheel.filename, "index_url": plan.index_url,
-                          "torch_pin": plan.torch_pin, "argv": plan.argv}, indent=2))
+        print(json.dumps({"version": 1, "wheel": plan.wheel.filename, "index_url": redact(plan.index_url),
+                          "torch_pin": plan.torch_pin, "argv": shown, "password_env": variables}, indent=2))
     else:
-        print(shlex.join(plan.argv))
+        print(shell_command(shown))
     if not args.run:
         return 0
     command = list(plan.argv)
     if command[0] == "uv":
         command[0] = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
     returncode = subprocess.run(command).returncode
-    after = Environment.probe(args.python).torch
+    try:
+        after = Environment.probe(args.python).torch
+    except ToolError as exc:
+        print_error(console, exc)
+        return 1
     if after != target.torch:
         print_error(console, f"torch changed from {target.torch} to {after}; this is a bug in the pin")
         return 1

@@ -86,6 +86,11 @@ class IndexWriteFailed(ToolError, OSError):
     index folder); what was already in place stays as it was."""
 
 
+class InvalidIndexUrl(ToolError, ValueError):
+    """An index URL, or a link on an index page, that cannot be used: malformed, another scheme than http(s)/file,
+    or a ``file:`` link on a remote page."""
+
+
 class IndexUnreachable(ToolError):
     """A package index page that could not be fetched (server down, wrong URL, refused credentials)."""
 

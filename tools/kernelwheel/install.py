@@ -16,6 +16,10 @@ downgrades a working torch 2.14. This module:
    form): the per-torch sub-index when the index has one (``tools.cli.index`` writes them), and always the
    installed torch pinned exactly, so that the resolver can only keep torch or fail.
 
+Reading the index has one deadline for all of its requests together (``plan_install(deadline_s=...)``): a server
+that answers one byte at a time cannot hold the command past it. A password in an index URL is never printed: the
+printed command says ``"${KERNELWHEEL_INDEX_PASSWORD}"`` in its place (``printable_argv``).
+
 ``python -m tools.cli.install_command --index-url http://127.0.0.1:8080/simple/ img2gray-cu130 [--run]``
 """
 
@@ -23,23 +27,35 @@ downgrades a working torch 2.14. This module:
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import packaging
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tools.kernelwheel.errors import InvalidVariantName, NoCompatibleWheel, ToolError
-from tools.kernelwheel.index.client import Candidate, list_candidates, redact, torch_requirement_of
+from tools.kernelwheel.errors import IndexUnreachable, InvalidVariantName, NoCompatibleWheel, ToolError
+from tools.kernelwheel.index.client import Candidate, check_url, list_candidates, redact, torch_requirement_of
 from tools.kernelwheel.naming import torch_label, torch_minor
 from tools.kernelwheel.variants import Backend
 
 Installer = Literal["pip", "uv"]
+T = TypeVar("T")
+
+# Seconds for reading the index, every request together (each one also has a 30 s limit between two reads).
+DEFAULT_DEADLINE_S = 60.0
+# The printed command names these variables instead of a password: the index URL's, then each extra index's.
+PASSWORD_ENV = "KERNELWHEEL_INDEX_PASSWORD"
+EXTRA_PASSWORD_ENV = "KERNELWHEEL_EXTRA_INDEX_PASSWORD_{}"
+_VARIABLE = re.compile(r"\$\{(KERNELWHEEL_[A-Z0-9_]+)\}")
 
 
 # Runs inside the target interpreter. torch's version and CUDA come from torch's own version module
@@ -86,12 +102,12 @@ class Environment:
         return f"{torch}{cuda} on Python {self.python_version}"
 
     @classmethod
-    def probe(cls, python: str) -> Environment:
+    def probe(cls, python: str, *, timeout_s: float = 120) -> Environment:
         """Ask ``python`` (a path) for its torch version and tags, without importing torch."""
         packaging_root = str(Path(packaging.__file__).resolve().parent.parent)
         try:
             result = subprocess.run(
-                [python, "-c", _PROBE, packaging_root], capture_output=True, text=True, check=True, timeout=120
+                [python, "-c", _PROBE, packaging_root], capture_output=True, text=True, check=True, timeout=timeout_s
             )
             facts = json.loads(result.stdout)
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
@@ -198,6 +214,37 @@ class InstallPlan:
     reason: str = ""  # why this wheel: the torch it admits, the CUDA rule it passed
 
 
+def call_with_deadline(work: Callable[[], T], seconds: float, what: str, shown_s: float | None = None) -> T:
+    """``work()``, or ``IndexUnreachable`` once ``seconds`` have passed without it finishing (the message names
+    ``shown_s``, the whole deadline, when the caller has spent part of it already).
+
+    requests' timeouts bound each read, not a whole answer: a server sending a byte every few seconds never
+    trips them. So the work runs in a daemon thread; past the deadline it is abandoned (it holds no files, and
+    the process exit ends it) and the caller gets the error at once.
+    """
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name="index-reader", daemon=True)
+    worker.start()
+    worker.join(max(seconds, 0.0))
+    if worker.is_alive():
+        limit = shown_s if shown_s is not None else seconds
+        raise IndexUnreachable(
+            f"{what}: no complete answer within {limit:g} s (the deadline for reading the index, --timeout); "
+            "the server is too slow or is holding the connection open. Nothing was installed"
+        )
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
 def plan_install(
     index_url: str,
     project: str,
@@ -205,13 +252,29 @@ def plan_install(
     *,
     installer: Installer = "pip",
     extra_index_urls: Sequence[str] = (),
+    deadline_s: float | None = DEFAULT_DEADLINE_S,
+    deadline_shown_s: float | None = None,
 ) -> InstallPlan:
     """Choose the wheel for ``target`` and the command that installs it without touching torch.
 
-    Raises ``NoCompatibleWheel`` when nothing fits, ``IndexUnreachable`` when the index cannot be read, and
-    another ``ToolError`` (``DigestMismatch``, ``InvalidWheel``, a refused ``file:`` link) when what it serves
-    cannot be trusted; nothing is installed in any of these cases.
+    Raises ``NoCompatibleWheel`` when nothing fits, ``IndexUnreachable`` when the index cannot be read (or not
+    within ``deadline_s`` for every request together; the message names ``deadline_shown_s`` when given),
+    ``InvalidIndexUrl`` for a malformed URL, and another ``ToolError`` (``DigestMismatch``, ``InvalidWheel``, a
+    refused ``file:`` link) when what it serves cannot be trusted; nothing is installed in any of these cases.
     """
+    check_url(index_url)
+    for extra in extra_index_urls:
+        check_url(extra, what="extra index URL", schemes=("http", "https", "file"))
+
+    def plan() -> InstallPlan:
+        return _plan_install(index_url, project, target, installer, extra_index_urls)
+
+    return plan() if deadline_s is None else call_with_deadline(plan, deadline_s, redact(index_url), deadline_shown_s)
+
+
+def _plan_install(
+    index_url: str, project: str, target: Environment, installer: Installer, extra_index_urls: Sequence[str]
+) -> InstallPlan:
     candidates = list_candidates(index_url, project)
     if candidates is None:
         raise NoCompatibleWheel(
@@ -253,6 +316,53 @@ def plan_install(
         argv = ["uv", "pip", "install", "--python", target.python, "--index-url", url, *extra, *requirements]
     return InstallPlan(canonicalize_name(project), best, url, pin, argv, rejected,
                        _reason(project, best, torch_of.get(best.filename), target))
+
+
+def _password_free(url: str, variable: str) -> str:
+    """``url`` with its password replaced by the shell reference ``${variable}`` (unchanged without a password)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{quote(unquote(parts.username or ''), safe='')}:${{{variable}}}@{host}"))
+
+
+def with_password(url: str, password: str | None) -> str:
+    """``url`` with ``password`` put in, when it names a user and no password of its own (and ``password`` is set)."""
+    if not password:
+        return url
+    try:
+        parts = urlsplit(url)
+        if parts.username is None or parts.password is not None:
+            return url
+    except ValueError:
+        return url  # check_url reports it
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.netloc.rsplit('@', 1)[0]}:{quote(password, safe='')}@{host}"))
+
+
+def printable_argv(plan: InstallPlan) -> tuple[list[str], list[str]]:
+    """The plan's command with every password replaced by ``${KERNELWHEEL_INDEX_PASSWORD}`` (the index URL's) or
+    ``${KERNELWHEEL_EXTRA_INDEX_PASSWORD_<n>}`` (the n-th extra index's), and the names of the variables it uses."""
+    urls = {plan.index_url: PASSWORD_ENV}
+    extras = [plan.argv[i + 1] for i, arg in enumerate(plan.argv) if arg == "--extra-index-url"]
+    for number, extra in enumerate(extras, start=1):
+        urls.setdefault(extra, EXTRA_PASSWORD_ENV.format(number))
+    argv = [_password_free(arg, urls[arg]) if arg in urls else arg for arg in plan.argv]
+    variables = [urls[arg] for arg in plan.argv if arg in urls and urlsplit(arg).password is not None]
+    return argv, variables
+
+
+def shell_command(argv: Sequence[str]) -> str:
+    """``shlex.join``, except that ``${KERNELWHEEL_...}`` stays expandable (double-quoted, not single-quoted)."""
+    words = []
+    for arg in argv:
+        pieces = _VARIABLE.split(arg)  # [text, variable, text, variable, ..., text]
+        words.append("".join(
+            (f'"${{{piece}}}"' if odd else shlex.quote(piece) if piece else "") for odd, piece in
+            ((i % 2 == 1, piece) for i, piece in enumerate(pieces))
+        ) or "''")
+    return " ".join(words)
 
 
 def _reason(project: str, wheel: Candidate, torch: SpecifierSet | None, target: Environment) -> str:

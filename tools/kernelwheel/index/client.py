@@ -1,8 +1,18 @@
 """Reading a package index: a project's wheel links (PEP 503 HTML, PEP 658/714 metadata) over http(s) or file://.
 
-Pages are parsed, and over http(s) also fetched, by pypi-simple (``PyPISimple``, ``ProjectPage``); every PEP 658
-``.metadata`` file, and a wheel downloaded in its place, is checked against the hash the page gives for it
-(``data-core-metadata``, the ``#sha256=`` fragment) before it is believed: a mismatch is ``DigestMismatch``.
+Pages are parsed, and over http(s) also fetched, by pypi-simple (``PyPISimple``, ``ProjectPage``). What a page says
+is untrusted input:
+
+* a PEP 658 ``.metadata`` file is fetched only when the page gives its hash (``data-core-metadata="sha256=..."``
+  in HTML, ``core-metadata`` in PEP 691 JSON; pypi-simple reads no other spelling, so a page with only the older
+  ``data-dist-info-metadata``, or ``data-core-metadata="true"``, is read as having no metadata), and believed only
+  when it matches that hash (else ``DigestMismatch``) and is core metadata whose Name and Version are the wheel
+  file's (else ``InvalidWheel``);
+* a wheel downloaded in its place is checked against its ``#sha256=`` when the page gives one, and must be a zip
+  with one ``.dist-info/METADATA`` naming the same Name and Version;
+* every URL (the index's and each link's) must parse, with a host for http(s); a page read over http(s) may
+  link only to http(s) URLs: a ``file:`` (or any other) link is refused, so a remote index cannot make this
+  tool or the installer read the local disk (``InvalidIndexUrl``).
 
 ``user:password@`` in an index URL becomes a Basic ``Authorization`` header for that index's own URLs (links to
 another host do not inherit it) and is redacted from every message.
@@ -12,7 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import io
-import tempfile
+import ipaddress
+import re
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -25,6 +36,7 @@ import requests
 from packaging.metadata import parse_email
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 from pypi_simple import (
     DigestMismatchError,
     DistributionPackage,
@@ -37,13 +49,23 @@ from pypi_simple import (
     UnsupportedRepoVersionError,
 )
 
-from tools.kernelwheel.errors import DigestMismatch, IndexUnreachable, InvalidWheel, InvalidWheelName, ToolError
+from tools.kernelwheel.errors import (
+    DigestMismatch,
+    IndexUnreachable,
+    InvalidIndexUrl,
+    InvalidWheel,
+    InvalidWheelName,
+    ToolError,
+)
 from tools.kernelwheel.index.wheels import torch_requirement_from
 from tools.kernelwheel.naming import WheelName, labelled_torch
 
 # Seconds, for every request: to connect, and between two reads of the answer (requests' timeout).
 _TIMEOUT_S = 30
 _HTTP = ("http", "https")
+# A wheel is downloaded (into memory) only when neither a PEP 658 file nor a +torchX.Y label says its torch.
+_MAX_WHEEL_BYTES = 2 << 30
+_CREDENTIALS = re.compile(r"(//[^/@:]*:)[^/@]*@")
 
 
 @dataclass(frozen=True)
@@ -62,10 +84,51 @@ class Candidate:
 
 
 def redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
+    """``url`` with its password shown as ``***`` (also for a URL too malformed to parse)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+    except ValueError:
+        return _CREDENTIALS.sub(r"\1***@", url)
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{parts.netloc.rsplit('@', 1)[1]}"))
+
+
+def _url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "it contains whitespace or a control character"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError for a port that is not a number in 0-65535
+    except ValueError as exc:
+        return f"it cannot be parsed ({exc})"
+    if parts.scheme not in schemes:
+        scheme = f"{parts.scheme}:" if parts.scheme else "missing"
+        return f"its scheme is {scheme} (usable here: {', '.join(f'{s}:' for s in schemes)})"
+    if parts.scheme == "file":
+        return None if parts.netloc in ("", "localhost") else "a file: URL must name a local path (file:///...)"
+    host = parts.hostname
+    if not host:
+        return "it has no host"
+    if port == 0:
+        return "port 0 is not a port a server listens on"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            host.encode("idna")
+        except UnicodeError as exc:
+            return f"its host {host!r} is not a valid host name ({exc})"
+    return None
+
+
+def check_url(url: str, *, what: str = "index URL", schemes: tuple[str, ...] = (*_HTTP, "file")) -> str:
+    """``url`` if it is usable (parses, known scheme, a valid host and port for http(s)), else ``InvalidIndexUrl``."""
+    problem = _url_problem(url, schemes)
+    if problem is not None:
+        raise InvalidIndexUrl(f"{what} {_printable(redact(url))} is not usable: {problem}; expected "
+                              "http(s)://host[:port]/.../simple/ or file:///path/to/simple/")
+    return url
 
 
 def project_url(index_url: str, project: str) -> str:
@@ -136,10 +199,7 @@ def _read_file(url: str) -> bytes | None:
 
 
 def _check_scheme(url: str) -> str:
-    scheme = urlsplit(url).scheme
-    if scheme not in (*_HTTP, "file"):
-        raise IndexUnreachable(f"{redact(url)}: only http://, https:// and file:// indexes can be read")
-    return scheme
+    return urlsplit(check_url(url)).scheme
 
 
 def _mismatch(what: str, url: str, algorithm: str, expected: str, actual: str) -> DigestMismatch:
@@ -151,7 +211,7 @@ def _mismatch(what: str, url: str, algorithm: str, expected: str, actual: str) -
 
 
 def _check_local(data: bytes, digests: Mapping[str, str], url: str, what: str) -> None:
-    """pypi-simple's digest check (``verify=True``) for a file read from a file:// tree."""
+    """pypi-simple's digest check (``verify=True``) for data read from a file:// tree or downloaded into memory."""
     known = {alg: value for alg, value in digests.items() if alg in hashlib.algorithms_available}
     if digests and not known:
         raise DigestMismatch(f"{redact(url)}: the {what} has no hash this tool can check ({', '.join(digests)})")
@@ -182,12 +242,14 @@ def _package(candidate: Candidate) -> DistributionPackage:
 
 def _project_page(index_url: str, project: str) -> ProjectPage | None:
     page_url = project_url(index_url, project)
-    if _check_scheme(index_url) == "file":
-        body = _read_file(page_url)
-        return None if body is None else ProjectPage.from_html(project, body, base_url=page_url)
     try:
+        if _check_scheme(index_url) == "file":
+            body = _read_file(page_url)
+            return None if body is None else ProjectPage.from_html(project, body, base_url=page_url)
         with _client(index_url) as client:
             return client.get_project_page(project, timeout=_TIMEOUT_S)
+    except ToolError:
+        raise
     except NoSuchProjectError:
         return None  # 404: no such project (or no such per-torch sub-index)
     except requests.RequestException as exc:
@@ -198,26 +260,42 @@ def _project_page(index_url: str, project: str) -> ProjectPage | None:
         ) from None
     except UnsupportedRepoVersionError as exc:
         raise IndexUnreachable(f"{redact(page_url)}: {exc}") from None
+    except ValueError as exc:  # a link pypi-simple cannot join to the page URL; urllib3's URL errors; bad JSON
+        raise IndexUnreachable(f"{redact(page_url)}: not a readable index page ({_one_line(exc)})") from None
+
+
+def _printable(text: str) -> str:
+    """``text`` as is, or as ``ascii()`` when it holds a newline or another character a one-line message can't show."""
+    return text if text.isprintable() and text else ascii(text)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def list_candidates(index_url: str, project: str) -> list[Candidate] | None:
     """Every wheel on the project's page; None when the index has no page for the project.
 
-    A page read over http(s) that links to a ``file:`` URL is refused: a remote index must not make this tool
-    (or the installer after it) read files from the local disk.
+    A page read over http(s) that links to anything but an http(s) URL (``file:`` above all) is refused: a remote
+    index must not make this tool (or the installer after it) read files from the local disk.
     """
+    check_url(index_url)
     page = _project_page(index_url, project)
     if page is None:
         return None
     remote = urlsplit(index_url).scheme in _HTTP
+    page_url = redact(project_url(index_url, project))
     candidates = []
     for package in page.packages:
+        problem = _url_problem(package.url, _HTTP if remote else (*_HTTP, "file"))
+        if problem is not None:
+            link, text = _printable(redact(package.url)), _printable(package.filename)
+            if remote and urlsplit(package.url).scheme == "file":
+                raise InvalidIndexUrl(f"{page_url} links {text} to {link}: a remote index may not point at local "
+                                      "files, refusing it")
+            raise InvalidIndexUrl(f"{page_url} links {text} to {link}, which is not usable: {problem}; refusing "
+                                  "the page")
         parts = urlsplit(package.url)
-        if remote and parts.scheme == "file":
-            raise ToolError(
-                f"{redact(project_url(index_url, project))} links {package.filename or parts.path} to "
-                f"{redact(package.url)}: a remote index may not point at local files, refusing it"
-            )
         filename = unquote(parts.path.rsplit("/", 1)[-1])  # what the installer will take it for, not the link text
         if not filename.endswith(".whl"):
             continue
@@ -225,7 +303,8 @@ def list_candidates(index_url: str, project: str) -> list[Candidate] | None:
             WheelName.parse(filename)
         except InvalidWheelName:
             continue  # not a wheel this tool can reason about; the installer will ignore it too
-        metadata_url = package.metadata_url if package.has_metadata else None
+        # Without a hash on the page a .metadata file proves nothing: it is not fetched at all.
+        metadata_url = package.metadata_url if package.has_metadata and package.metadata_digests else None
         candidates.append(
             Candidate(filename, package.url, metadata_url, dict(package.digests), dict(package.metadata_digests or {}))
         )
@@ -260,6 +339,8 @@ def _metadata(candidate: Candidate) -> bytes | None:
         ) from None
     except requests.RequestException as exc:
         raise _unreachable(url, exc) from None
+    except ValueError as exc:  # urllib3's URL errors (an invalid host the page's link names)
+        raise IndexUnreachable(f"{redact(url)}: {_one_line(exc)}") from None
 
 
 def _wheel(candidate: Candidate) -> bytes:
@@ -274,20 +355,24 @@ def _wheel(candidate: Candidate) -> bytes:
         _check_local(data, candidate.digests, url, what)
         return data
     try:
-        with _client(url) as client, tempfile.TemporaryDirectory() as folder:
-            path = Path(folder, "wheel.whl")
-            client.download_package(_package(candidate), path, verify=bool(candidate.digests), timeout=_TIMEOUT_S)
-            return path.read_bytes()
-    except DigestMismatchError as exc:
-        raise _mismatch(what, url, exc.algorithm, exc.expected_digest, exc.actual_digest) from None
-    except NoDigestsError:
-        raise DigestMismatch(f"{redact(url)}: the {what} has no hash this tool can check") from None
-    except requests.HTTPError as exc:
-        if exc.response is not None and exc.response.status_code == 404:
-            raise missing from None
-        raise _unreachable(url, exc) from None
+        # In memory, not in a temporary file: a download abandoned at the command's deadline leaves nothing behind.
+        with _client(url) as client, client.s.get(url, stream=True, timeout=_TIMEOUT_S) as response:
+            if response.status_code == 404:
+                raise missing
+            response.raise_for_status()
+            received = bytearray()
+            for chunk in response.iter_content(1 << 20):
+                received += chunk
+                if len(received) > _MAX_WHEEL_BYTES:
+                    raise InvalidWheel(f"{redact(url)}: the {what} is over {_MAX_WHEEL_BYTES >> 30} GiB, refusing it")
+    except ToolError:
+        raise
     except requests.RequestException as exc:
         raise _unreachable(url, exc) from None
+    except ValueError as exc:
+        raise IndexUnreachable(f"{redact(url)}: {_one_line(exc)}") from None
+    _check_local(bytes(received), candidate.digests, url, what)
+    return bytes(received)
 
 
 def _metadata_of_wheel(data: bytes, candidate: Candidate) -> bytes:
@@ -300,8 +385,28 @@ def _metadata_of_wheel(data: bytes, candidate: Candidate) -> bytes:
             if len(names) > 1:
                 raise InvalidWheel(f"{where}: not a wheel: it has {len(names)} METADATA files ({', '.join(names)})")
             return archive.read(names[0])
-    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
+            UnicodeError, OSError) as exc:
         raise InvalidWheel(f"{where}: not a wheel (not a readable zip archive: {exc})") from None
+
+
+def _core_metadata(data: bytes, candidate: Candidate, source: str) -> dict[str, object]:
+    """``data`` parsed as core metadata, refused unless its Name and Version are the wheel file's."""
+    raw, _ = parse_email(data)
+    name, version = raw.get("name"), raw.get("version")
+    if not isinstance(name, str) or not isinstance(version, str):
+        raise InvalidWheel(f"{source}: not core metadata (no Name and Version fields); refusing {candidate.filename}")
+    expected = candidate.name
+    try:
+        same_version = Version(version) == expected.version
+    except InvalidVersion:
+        same_version = False
+    if canonicalize_name(name) != canonicalize_name(expected.distribution) or not same_version:
+        raise InvalidWheel(
+            f"{source}: says {_printable(name)} {_printable(version)}, but the file is {candidate.filename} "
+            f"({expected.distribution} {expected.version}); refusing it"
+        )
+    return dict(raw)
 
 
 def torch_requirement_of(candidate: Candidate) -> SpecifierSet | None:
@@ -311,10 +416,14 @@ def torch_requirement_of(candidate: Candidate) -> SpecifierSet | None:
     ``InvalidWheel`` when the wheel downloaded as fallback is not a zip with one ``.dist-info/METADATA``.
     """
     metadata = _metadata(candidate) if candidate.metadata_url is not None else None
-    if metadata is None:
+    if metadata is not None:
+        assert candidate.metadata_url is not None
+        raw = _core_metadata(metadata, candidate, redact(candidate.metadata_url))
+    else:
         label = labelled_torch(candidate.name.version)
         if label is not None:
             return SpecifierSet(f"=={label}.*")
-        metadata = _metadata_of_wheel(_wheel(candidate), candidate)
-    raw, _ = parse_email(metadata)
-    return torch_requirement_from(raw.get("requires_dist", []), candidate.filename)
+        raw = _core_metadata(_metadata_of_wheel(_wheel(candidate), candidate), candidate,
+                             f"{redact(candidate.url)} (its METADATA)")
+    requires = raw.get("requires_dist", [])
+    return torch_requirement_from(requires if isinstance(requires, list) else [], candidate.filename)

@@ -1,44 +1,124 @@
-"""``simple/.index-state.json`` (what the last run indexed and wrote) and the lock that serialises runs."""
+"""``simple/.index-state.json`` (what the last run indexed and wrote) and the lock that serialises runs.
+
+The state is a cache, and it is read as untrusted input: its shape is checked field by field, every page it
+names must be one of the index's own page paths (``index.html``, ``<project>/index.html``,
+``torchX.Y/index.html``, ``torchX.Y/<project>/index.html``), and every wheel a plain ``*.whl`` file name. A
+state that is anything else is ``InvalidIndexState``, and the run changes nothing; removing the file makes the
+next run rebuild the index from the wheels.
+"""
 
 from __future__ import annotations
 
 import fcntl
 import json
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from tools.kernelwheel.errors import InvalidIndexState, InvalidWheelName
 from tools.kernelwheel.index.wheels import IndexedWheel
+from tools.kernelwheel.naming import WheelName
 
 STATE_FILE = ".index-state.json"
 LOCK_FILE = ".index.lock"
 _STATE_VERSION = 1
+_MAX_STATE_BYTES = 64 << 20
+_PROJECT = r"[a-z0-9]+(?:-[a-z0-9]+)*"  # a canonical (PEP 503) name
+PAGE_PATH = re.compile(rf"(?:torch[0-9]{{1,4}}\.[0-9]{{1,4}}/)?(?:{_PROJECT}/)?index\.html", re.ASCII)
+_SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
 
 
-def read_state(simple: Path) -> dict[str, IndexedWheel]:
+@dataclass(frozen=True)
+class IndexState:
+    """The wheels the last run indexed (by file name) and the pages it wrote (relative to ``simple/``)."""
+
+    wheels: dict[str, IndexedWheel] = field(default_factory=dict)
+    pages: frozenset[str] = frozenset()
+
+
+def _invalid(path: Path, problem: str) -> InvalidIndexState:
+    return InvalidIndexState(
+        f"{path}: {problem}; expected the JSON object this tool writes "
+        '({"version": 1, "wheels": [...], "pages": [...]}). Nothing was changed; remove the file to rebuild '
+        "the index from the wheels"
+    )
+
+
+def _wheel(entry: Any, path: Path, position: int) -> IndexedWheel:
+    where = f"wheels[{position}]"
+    if not isinstance(entry, dict):
+        raise _invalid(path, f"{where} is {type(entry).__name__}, not an object")
+    expected = {f.name for f in fields(IndexedWheel)}
+    if set(entry) != expected:
+        raise _invalid(path, f"{where} has the keys {sorted(entry)}, not {sorted(expected)}")
+    filename = entry["filename"]
+    if not isinstance(filename, str) or "/" in filename or "\\" in filename or "\0" in filename:
+        raise _invalid(path, f"{where}.filename {filename!r} is not a plain file name")
     try:
-        state = json.loads((simple / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
+        WheelName.parse(filename)
+    except InvalidWheelName:
+        raise _invalid(path, f"{where}.filename {filename!r} is not a wheel file name") from None
+    for name in ("size", "mtime_ns"):
+        if type(entry[name]) is not int or entry[name] < 0:
+            raise _invalid(path, f"{where}.{name} is {entry[name]!r}, not a non-negative integer")
+    for name in ("sha256", "metadata_sha256"):
+        if not isinstance(entry[name], str) or not _SHA256.fullmatch(entry[name]):
+            raise _invalid(path, f"{where}.{name} is {entry[name]!r}, not 64 lowercase hex digits")
+    for name in ("requires_python", "torch"):
+        value = entry[name]
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise _invalid(path, f"{where}.{name} is {value!r}, not a string or null")
+        try:
+            SpecifierSet(value)
+        except InvalidSpecifier:
+            raise _invalid(path, f"{where}.{name} {value!r} is not a version specifier") from None
+    return IndexedWheel(**entry)
+
+
+def read_state(simple: Path) -> IndexState:
+    """The last run's state; empty when there is none (first run) or it was written by another state version."""
+    path = simple / STATE_FILE
+    try:
+        with path.open("rb") as file:
+            data = file.read(_MAX_STATE_BYTES + 1)
+    except FileNotFoundError:
+        return IndexState()
+    except OSError as exc:
+        raise _invalid(path, f"cannot be read ({exc.strerror or exc})") from None
+    if len(data) > _MAX_STATE_BYTES:
+        raise _invalid(path, f"is over {_MAX_STATE_BYTES >> 20} MiB")
+    try:
+        state = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise _invalid(path, f"is not JSON ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not isinstance(state, dict):
+        raise _invalid(path, f"is a JSON {type(state).__name__}, not an object")
     if state.get("version") != _STATE_VERSION:
-        return {}
-    try:
-        return {w["filename"]: IndexedWheel(**w) for w in state.get("wheels", [])}
-    except TypeError:
-        return {}
+        return IndexState()  # another format: rebuilt from the wheels, as on a first run
+    wheels, pages = state.get("wheels"), state.get("pages")
+    if not isinstance(wheels, list):
+        raise _invalid(path, f"wheels is {type(wheels).__name__}, not a list")
+    if not isinstance(pages, list):
+        raise _invalid(path, f"pages is {type(pages).__name__}, not a list")
+    for position, page in enumerate(pages):
+        if not isinstance(page, str) or not PAGE_PATH.fullmatch(page):
+            raise _invalid(
+                path, f"pages[{position}] is {page!r}, not one of the index's pages ([torchX.Y/][<project>/]index.html)"
+            )
+    known = [_wheel(entry, path, position) for position, entry in enumerate(wheels)]
+    return IndexState({w.filename: w for w in known}, frozenset(pages))
 
 
 def state_bytes(wheels: Sequence[IndexedWheel], pages: Sequence[str]) -> bytes:
     state = {"version": _STATE_VERSION, "wheels": [asdict(w) for w in wheels], "pages": sorted(pages)}
     return (json.dumps(state, indent=2, sort_keys=True) + "\n").encode()
-
-
-def previous_pages(simple: Path) -> set[str]:
-    try:
-        return set(json.loads((simple / STATE_FILE).read_text()).get("pages", []))
-    except (OSError, ValueError, AttributeError):
-        return set()
 
 
 @contextmanager

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,13 @@ from tools.kernelwheel.wheelfile import read_wheel
 
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
 _MAX_PATCH = 99
+# PEP 508 names, ASCII only (re.ASCII: with IGNORECASE alone, [A-Z] also matches "ſ" and the Kelvin sign).
+_PEP508_NAME = re.compile(r"[A-Z0-9](?:[A-Z0-9._-]*[A-Z0-9])?", re.ASCII | re.IGNORECASE)
+_NAME_MAX = 255  # bytes of one file name (ext4, xfs, tmpfs)
+# What reading a hostile zip can raise besides InvalidWheel: bad headers, corrupt deflate data, truncation, an
+# unsupported compression method or an encrypted member, names or METADATA that are not UTF-8.
+_UNREADABLE = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
+               UnicodeError, OSError)
 
 
 def admits_torch_minor(specifier: SpecifierSet | None, minor: Version) -> bool:
@@ -68,7 +77,7 @@ class IndexedWheel:
         return minors
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -102,16 +111,39 @@ def torch_requirement_from(requires_dist: Iterable[str], filename: str) -> Speci
     return found[0] if found else None
 
 
+def check_project_name(name: str, filename: str) -> None:
+    """Refuse a distribution name that is not a PEP 508 name (non-ASCII, ``fóo``): PEP 503 pages and installers
+    only know ASCII names."""
+    if not _PEP508_NAME.fullmatch(name):
+        raise InvalidWheel(
+            f"{filename}: the project name {name!r} is not a PEP 508 name (ASCII letters, digits, '.', '_', '-'; "
+            "starting and ending with a letter or digit)"
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    kind = type(exc)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    return " ".join(f"{name}: {exc}".split())
+
+
 def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
-    """Validate a wheel (RECORD hashes, METADATA name/version = filename, torch label = torch requirement)."""
+    """Validate a wheel (a readable zip, PEP 508 name, RECORD hashes, METADATA name/version = filename, torch label =
+    torch requirement); every problem is one ``InvalidWheel`` line naming the file."""
+    check_project_name(path.name.split("-", 1)[0], path.name)
+    if len((path.name + ".metadata").encode()) > _NAME_MAX:
+        raise InvalidWheel(f"{path.name}: the name is too long for its .metadata file (over {_NAME_MAX} bytes)")
     try:
         contents = read_wheel(path)  # raises InvalidWheel on a bad RECORD or METADATA
-    except zipfile.BadZipFile as exc:  # read_wheel lets this one through
-        raise InvalidWheel(f"{path.name}: not a zip file ({exc})") from None
+        metadata = _metadata_bytes(path)
+    except InvalidWheel:
+        raise
+    except _UNREADABLE as exc:
+        raise InvalidWheel(f"{path.name}: not a readable wheel (zip archive): {_one_line(exc)}") from None
     name = contents.name
-    metadata = _metadata_bytes(path)
     raw, _ = parse_email(metadata)
     meta_name, meta_version = raw.get("name", ""), raw.get("version", "")
+    check_project_name(meta_name, path.name)
     if canonicalize_name(meta_name) != canonicalize_name(name.distribution) or meta_version != str(name.version):
         # pip discards such a wheel as "inconsistent"; refuse to publish it instead.
         raise InvalidWheel(
@@ -130,7 +162,7 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
         filename=path.name,
         size=stat.st_size,
         mtime_ns=stat.st_mtime_ns,
-        sha256=_sha256_file(path),
+        sha256=sha256_file(path),
         metadata_sha256=hashlib.sha256(metadata).hexdigest(),
         requires_python=raw.get("requires_python"),
         torch=None if torch is None else str(torch),

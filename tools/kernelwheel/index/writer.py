@@ -16,26 +16,32 @@ Links carry ``#sha256=``, ``data-requires-python`` and ``data-core-metadata`` (p
 sees a wheel built for another torch. ``torch2.14`` cannot clash with a project page: project names are
 normalized (PEP 503), and a normalized name has no dot.
 
-Re-running is incremental and atomic: wheels whose size and mtime are unchanged are not re-read (their
-hashes are kept in ``simple/.index-state.json``), every file is written under a temporary name and moved
-into place, ``.metadata`` files are written before the pages that link to them, pages before the root
-pages, and stale pages are removed last, so a client reading the tree mid-update never follows a link to
-a missing or half-written file. A lock file keeps two runs from interleaving.
+Re-running is incremental and atomic: every wheel is hashed on every run, and one whose sha256 (and
+``.metadata`` file) match ``simple/.index-state.json`` is not re-validated, so hashes follow content, never
+sizes or mtimes. Every file is written under a temporary name and moved into place, ``.metadata`` files are
+written before the pages that link to them, pages before the root pages, and stale pages are removed last,
+so a client reading the tree mid-update never follows a link to a missing or half-written file. A lock file
+keeps two runs from interleaving; temporaries a killed run left behind are swept at the start of the next.
+
+Nothing outside the wheelhouse is written or removed: the state file is checked before use
+(``tools.kernelwheel.index.state``), and every path is resolved and checked to lie inside the wheelhouse (or
+``simple/``) before it is written or removed, so a symlinked folder or a crafted state cannot redirect a write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import InvalidWheel, ToolError
+from tools.kernelwheel.atomic import sweep_stale_temporaries, write_atomic
+from tools.kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
 from tools.kernelwheel.index.pages import project_page, root_page
-from tools.kernelwheel.index.state import STATE_FILE, locked, previous_pages, read_state, state_bytes
-from tools.kernelwheel.index.wheels import IndexedWheel, admits_torch_minor, inspect_wheel
+from tools.kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
+from tools.kernelwheel.index.wheels import IndexedWheel, admits_torch_minor, inspect_wheel, sha256_file
 from tools.kernelwheel.naming import torch_label, torch_minor
 
 
@@ -49,6 +55,7 @@ class IndexReport:
     removed: list[str] = field(default_factory=list)
     files_written: int = 0
     torch_indexes: list[str] = field(default_factory=list)
+    swept: list[Path] = field(default_factory=list)  # temporaries of killed runs removed at the start
 
     @property
     def projects(self) -> list[str]:
@@ -60,41 +67,102 @@ def write_index(wheelhouse: Path, *, extra_torch: Iterable[Version] = ()) -> Ind
 
     ``extra_torch`` adds sub-indexes for torch minors no wheel names (e.g. ``2.15`` for a stable-ABI
     ``torch>=2.10`` build that should also be found under ``simple/torch2.15/``).
+    Raises ``InvalidWheel`` (every bad wheel, listed), ``InvalidIndexState`` or ``IndexWriteFailed``; in each
+    case the index already in place is left whole.
     """
     if not wheelhouse.is_dir():
         raise ToolError(f"{wheelhouse} is not a folder; pass the folder that holds the .whl files")
     simple = wheelhouse / "simple"
-    with locked(simple):
-        return _write_index_locked(wheelhouse, simple, extra_torch)
+    try:
+        _inside(simple, wheelhouse.resolve())
+        with locked(simple):
+            swept = _sweep(wheelhouse, simple)
+            report = _write_index_locked(wheelhouse, simple, extra_torch)
+    except OSError as exc:
+        if isinstance(exc, ToolError):
+            raise
+        where = exc.filename or wheelhouse
+        raise IndexWriteFailed(f"{where}: {exc.strerror or exc}; the index already in place is unchanged") from None
+    report.swept = swept
+    return report
+
+
+def _inside(path: Path, root: Path) -> Path:
+    """``path`` resolved (symlinks followed), refused unless it lies in ``root`` (already resolved)."""
+    resolved = path.resolve()
+    if resolved != root and not resolved.is_relative_to(root):
+        raise IndexWriteFailed(f"{path} leads to {resolved}, outside {root}; refusing to write or remove it")
+    return resolved
+
+
+def _sweep(wheelhouse: Path, simple: Path) -> list[Path]:
+    """Temporaries (``.<name>.<pid>.<random>.part``) of runs that were killed, in every folder this tool writes."""
+    folders = [wheelhouse, simple]
+    for child in sorted(simple.iterdir()):
+        if child.is_dir() and not child.is_symlink():
+            folders.append(child)
+            folders.extend(g for g in sorted(child.iterdir()) if g.is_dir() and not g.is_symlink())
+    return [path for folder in folders for path in sweep_stale_temporaries(folder)]
+
+
+def _current(path: Path, known: IndexedWheel | None) -> IndexedWheel | None:
+    """The state's record of ``path`` when the wheel and its ``.metadata`` still hold the content it names."""
+    if known is None:
+        return None
+    metadata = path.with_name(path.name + ".metadata")
+    if not metadata.is_file() or metadata.is_symlink() or sha256_file(metadata) != known.metadata_sha256:
+        return None
+    if sha256_file(path) != known.sha256:
+        return None
+    stat = path.stat()
+    return replace(known, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+
+
+def _collisions(wheels: Iterable[IndexedWheel]) -> list[str]:
+    """Wheel files that are one distribution file to an installer (``Foo_Bar``, ``foo.bar``, ``FOO_bar``)."""
+    by_key: dict[tuple[str, Version, str], list[str]] = {}
+    for wheel in wheels:
+        name = wheel.name
+        key = (canonicalize_name(name.distribution), name.version, name.tag)
+        by_key.setdefault(key, []).append(wheel.filename)
+    return [
+        f"{', '.join(sorted(names))}: these names normalise to the same wheel ({project} {version} {tag}, PEP 503/"
+        "427), so an installer would take any one of them; keep one"
+        for (project, version, tag), names in sorted(by_key.items(), key=lambda item: str(item[0]))
+        if len(names) > 1
+    ]
 
 
 def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Version]) -> IndexReport:
-    previous = read_state(simple)
-    pages_before = previous_pages(simple)
+    state: IndexState = read_state(simple)  # raises InvalidIndexState before anything is changed
+    previous = state.wheels
     report = IndexReport(root=wheelhouse, wheels=[])
     problems: list[str] = []
     wheels: list[IndexedWheel] = []
     metadata_files: dict[Path, bytes] = {}
     for path in sorted(wheelhouse.glob("*.whl")):
-        stat = path.stat()
-        known = previous.get(path.name)
-        metadata_path = path.with_name(path.name + ".metadata")
-        if (
-            known is not None
-            and (known.size, known.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-            and metadata_path.is_file()
-        ):
-            wheels.append(known)  # unchanged since the last run: not re-read, its .metadata is in place
+        if not path.is_file():
+            problems.append(f"{path.name}: not a regular file")
             continue
+        metadata_path = path.with_name(path.name + ".metadata")
+        known = previous.get(path.name)
         try:
+            unchanged = _current(path, known)
+            if unchanged is not None:
+                wheels.append(unchanged)  # same content as last run: not re-validated, its .metadata is in place
+                continue
             wheel, metadata = inspect_wheel(path)
         except ToolError as exc:
             problems.append(str(exc))
+            continue
+        except OSError as exc:
+            problems.append(f"{path.name}: cannot be read ({exc.strerror or exc})")
             continue
         wheels.append(wheel)
         metadata_files[metadata_path] = metadata
         if known is None or known.sha256 != wheel.sha256:
             report.added.append(path.name)
+    problems.extend(_collisions(wheels))
     if problems:
         # Collect every bad wheel, then refuse to touch the index: a half-updated index is worse than a stale one.
         raise InvalidWheel("cannot index " + str(wheelhouse) + ":\n  " + "\n  ".join(problems))
@@ -122,26 +190,36 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
     root_pages["index.html"] = root_page(by_project)
     report.torch_indexes = [torch_label(m) for m in sorted(minors)]
 
+    pages = {**project_pages, **root_pages}
+    stale_pages = [simple / relative for relative in sorted(state.pages - set(pages))]
+    stale_metadata = [wheelhouse / (filename + ".metadata") for filename in report.removed]
+    # Every path is checked before the first write: a symlinked folder that leads out of the index fails the run
+    # with nothing changed.
+    house, root = wheelhouse.resolve(), simple.resolve()
+    for path in [*metadata_files, *stale_metadata]:
+        _inside(path, house)
+    for path in [*(simple / relative for relative in pages), *stale_pages]:
+        _inside(path, root)
+
     # 1. PEP 658 files, 2. project pages, 3. root pages: nothing links to a file before it exists.
     for path, metadata in metadata_files.items():
         report.files_written += write_atomic(path, metadata)
-    for pages in (project_pages, root_pages):
-        for relative, data in sorted(pages.items()):
+    for group in (project_pages, root_pages):
+        for relative, data in sorted(group.items()):
             report.files_written += write_atomic(simple / relative, data)
-    pages = {**project_pages, **root_pages}
     write_atomic(simple / STATE_FILE, state_bytes(wheels, list(pages)))
 
-    # 4. Only now remove what no page links to any more; only what an earlier run wrote is ever removed.
-    for relative in sorted(pages_before - set(pages)):
-        stale = simple / relative
+    # 4. Only now remove what no page links to any more: only pages an earlier run wrote (named by the state, in the
+    #    index's own page layout, checked above to lie inside simple/) and .metadata files of removed wheels.
+    for stale in stale_pages:
         stale.unlink(missing_ok=True)
         _remove_empty_dirs(stale.parent, simple)
-    for filename in report.removed:
-        (wheelhouse / (filename + ".metadata")).unlink(missing_ok=True)
+    for stale in stale_metadata:
+        stale.unlink(missing_ok=True)
     return report
 
 
 def _remove_empty_dirs(folder: Path, stop: Path) -> None:
-    while folder != stop and folder.is_dir() and not any(folder.iterdir()):
+    while folder != stop and folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
