@@ -37,7 +37,7 @@ def test_convert_reports_every_variant(flat_repo: Path, tmp_path: Path) -> None:
     every = {variant for variant, _ in report.converted} | set(skipped)
     assert every == set(kernel_repos.FLAT_VARIANTS) and len(report.converted) + len(skipped) == len(every)
     assert "OS 'darwin'" in skipped["torch213-metal-aarch64-darwin"]
-    assert "same noarch wheel" in skipped["torch-cpu"]  # torch-cuda gives the one noarch wheel
+    assert "the same build as torch-cuda" in skipped["torch-cpu"]  # same files: torch-cuda gives the one wheel
     # progress goes to the console it was given (plain: not a terminal), one line per wheel
     lines = buffer.getvalue().splitlines()
     assert f"✓ {CPU_VARIANT} → img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl" in lines
@@ -133,3 +133,45 @@ def test_one_bad_variant_does_not_stop_the_others(flat_repo: Path, tmp_path: Pat
     assert "_ops.py does not match its sha256 digest" in skipped[CPU_VARIANT]
     assert "the variant directory itself is a symlink" in skipped["torch212-cxx11-cpu-x86_64-linux"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["img2gray-1-py3-none-any.whl"]
+
+
+def _wheel_facts(folder: Path) -> dict[str, tuple[bytes, int, int]]:
+    return {p.name: (p.read_bytes(), p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted(folder.iterdir())}
+
+
+def test_wheels_are_byte_identical_whatever_the_jobs_and_a_rerun_rewrites_nothing(flat_repo: Path,
+                                                                                    tmp_path: Path) -> None:
+    source = local_source(flat_repo)
+    one = convert(source, Options(out_dir=tmp_path / "one", jobs=1), _console()[0])
+    four = convert(source, Options(out_dir=tmp_path / "four", jobs=4), _console()[0])
+    assert one.converted and [v for v, _ in one.converted] == [v for v, _ in four.converted]  # same order too
+    assert one.skipped == four.skipped and one.unchanged == four.unchanged == []
+    first = _wheel_facts(tmp_path / "one")
+    assert {n: data for n, (data, _, _) in first.items()} == {n: d for n, (d, _, _) in _wheel_facts(tmp_path / "four").items()}
+    console, buffer = _console()
+    again = convert(source, Options(out_dir=tmp_path / "one", jobs=2), console)
+    assert again.converted == one.converted
+    assert sorted(again.unchanged) == sorted(v for v, _ in one.converted)
+    assert _wheel_facts(tmp_path / "one") == first  # same bytes, same inodes, same mtimes: nothing rewritten
+    assert all(line.endswith("(up to date)") for line in buffer.getvalue().splitlines())
+
+
+def test_a_changed_variant_is_rewritten_and_only_that_one(flat_repo: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(flat_repo, repo, symlinks=True)
+    options = Options(out_dir=tmp_path / "out", variants=VariantFilter(patterns=("*-cpu-*", "*-cu130-*")))
+    first = convert(local_source(repo), options, _console()[0])
+    before = _wheel_facts(tmp_path / "out")
+    init = repo / "build" / CPU_VARIANT / "__init__.py"
+    init.write_text(init.read_text() + "# changed\n")
+    meta_path = repo / "build" / CPU_VARIANT / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.unlink()
+    meta["digest"] = kernel_repos.kernel_builder_digest(repo / "build" / CPU_VARIANT)
+    meta_path.write_text(json.dumps(meta, indent=2))
+    again = convert(local_source(repo), options, _console()[0])
+    assert [v for v, _ in again.converted] == [v for v, _ in first.converted]
+    assert CPU_VARIANT not in again.unchanged and len(again.unchanged) == len(first.converted) - 1
+    after = _wheel_facts(tmp_path / "out")
+    changed = {name for name in after if after[name] != before[name]}
+    assert changed == {"img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"}

@@ -37,6 +37,7 @@ from tools.kernelwheel.digests import verify_digest
 from tools.kernelwheel.errors import InvalidVariant, ToolError
 from tools.kernelwheel.layout import collect_files, find_package, read_metadata
 from tools.kernelwheel.naming import WheelName, framework_requirement_for, wheel_name_for
+from tools.kernelwheel.noarch import backend_of, plan_noarch
 from tools.kernelwheel.python_depends import depends_requirements, read_depends
 from tools.kernelwheel.selection import VariantFilter, select_variants
 from tools.kernelwheel.signatures import SignatureOptions, check_variant
@@ -154,9 +155,10 @@ def _description(kernel: str, package: str, variant: Variant, source: Source, na
     )
 
 
-def build_variant(variant: Variant, variant_dir: Path, source: Source,
-                  options: Options) -> WheelContents[wheelfile.Source]:
-    """Check one variant directory and return the wheel it becomes (nothing is written)."""
+def build_variant(variant: Variant, variant_dir: Path, source: Source, options: Options, *,
+                  per_backend: bool = False) -> WheelContents[wheelfile.Source]:
+    """Check one variant directory and return the wheel it becomes (nothing is written). ``per_backend``: a noarch
+    variant that differs from its siblings, so its project is ``<kernel>-<backend>``."""
     where = f"build/{variant}"
     files = collect_files(variant_dir, where, source.trusted_roots)
     if source.locks is not None:
@@ -193,6 +195,7 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source,
         python_tag=tags.python_tag,
         abi_tag=tags.abi_tag,
         platform_tag=platform,
+        noarch_backend=backend_of(variant) if per_backend else None,
     )
     raw = build_metadata(
         name,
@@ -229,7 +232,11 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
         names = [n for n in names if n in source.locks]
     selection = select_variants(names, options.variants)
     report.skipped.extend((r.name, r.reason) for r in selection.rejected)
-    accepted = list(selection.accepted)
+    noarch = plan_noarch(source.build_dir, selection.accepted, source.trusted_roots)
+    for variant, same in sorted(noarch.same_as.items(), key=lambda item: str(item[0])):
+        report.skipped.append((str(variant), f"the same build as {same} (same files and dependencies): "
+                                             "one noarch wheel"))
+    accepted = [v for v in selection.accepted if v not in noarch.same_as]
     stop = threading.Event()
 
     def check(variant: Variant) -> WheelContents[wheelfile.Source]:
@@ -238,7 +245,7 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
         variant_dir = source.build_dir / str(variant)
         if variant_dir.is_symlink():
             raise InvalidVariant(f"build/{variant}: the variant directory itself is a symlink")
-        return build_variant(variant, variant_dir, source, options)
+        return build_variant(variant, variant_dir, source, options, per_backend=variant in noarch.per_backend)
 
     def on_bytes(n: int) -> None:
         if stop.is_set():

@@ -225,14 +225,19 @@ def framework_requirement_for(variant: Variant) -> Requirement:
 
 
 def wheel_name_for(
-    variant: Variant, kernel: str, base_version: Version, *, python_tag: str, abi_tag: str, platform_tag: str
+    variant: Variant, kernel: str, base_version: Version, *, python_tag: str, abi_tag: str, platform_tag: str,
+    noarch_backend: str | None = None,
 ) -> WheelName:
     """The wheel a build variant becomes: ``img2gray`` + ``torch214-cxx11-cu130-x86_64-linux`` + ``0.1.0`` →
     ``img2gray-cu130 0.1.0+torch2.14``; a stable-ABI or noarch variant carries no torch label. A tvm-ffi variant is
     another project, ``<kernel>-tvm-ffi-<backend>`` (it needs no torch, and must never be chosen for a torch user),
-    labelled ``+tvmffiX.Y`` as a torch build is labelled ``+torchX.Y``."""
+    labelled ``+tvmffiX.Y`` as a torch build is labelled ``+torchX.Y``. ``noarch_backend`` names a noarch build's
+    project ``<kernel>-<backend>`` (when a kernel's noarch builds differ per backend, see ``noarch``)."""
     framework = variant.framework
-    if isinstance(framework, TvmFfi):
+    if noarch_backend is not None:  # one of several noarch builds that differ: a project per backend
+        distribution = f"{validate_kernel_name(kernel)}-{noarch_backend}"
+        version = kernel_version(base_version, None)
+    elif isinstance(framework, TvmFfi):
         distribution = distribution_name(f"{validate_kernel_name(kernel)}-tvm-ffi", variant.backend_tag)
         tvm = framework.version
         version = _labelled(kernel_version(base_version, None), f"tvmffi{tvm.major}.{tvm.minor}")

@@ -15,10 +15,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from tools.kernelwheel.errors import InvalidVariantName
-from tools.kernelwheel.variants import CPUS, CxxAbi, Noarch, Torch, Variant, display_name
-
-# Which noarch directory feeds the single noarch wheel when several exist (their Python files are identical).
-_NOARCH_PREFERENCE = ("cuda", "rocm", "xpu", "cpu", "metal", "npu", "neuron", "tpu", "universal")
+from tools.kernelwheel.variants import CPUS, CxxAbi, Torch, Variant, display_name
 
 
 @dataclass(frozen=True)
@@ -48,12 +45,6 @@ class Selection:
     rejected: list[VariantRejected] = field(default_factory=list)
 
 
-def _noarch_rank(variant: Variant) -> int:
-    framework = variant.framework
-    backend = framework.backend if isinstance(framework, Noarch) else ""
-    return _NOARCH_PREFERENCE.index(backend) if backend in _NOARCH_PREFERENCE else len(_NOARCH_PREFERENCE)
-
-
 def _preferred_cxx_abi(torch: Version) -> CxxAbi:
     # PyPI's torch wheels switched to the C++11 ABI with 2.7 (manylinux_2_28); before that they were cxx98.
     return "cxx11" if torch >= Version("2.7") else "cxx98"
@@ -63,7 +54,8 @@ def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter(
     """Parse and filter variant names; every name ends up either accepted or rejected with a reason.
 
     Two directories that would give the same wheel name are resolved here too: of ``-cxx11``/``-cxx98`` twins the
-    one matching PyPI's torch build wins, and several noarch directories give one noarch wheel.
+    one matching PyPI's torch build wins. Noarch directories are all accepted: whether they are one build is a
+    question of their files, which ``noarch.plan_noarch`` answers.
     """
     selection = Selection()
     candidates: list[Variant] = []
@@ -107,14 +99,7 @@ def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter(
                 selection.rejected.append(
                     VariantRejected(str(v), f"same wheel as {keep} (PyPI torch {torch} uses the {want} C++ ABI)")
                 )
-    if noarch:
-        noarch.sort(key=_noarch_rank)
-        keep = noarch[0]
-        selection.accepted.append(keep)
-        for v in noarch[1:]:
-            selection.rejected.append(
-                VariantRejected(str(v), f"same noarch wheel as {keep} (noarch variants share one distribution)")
-            )
+    selection.accepted.extend(noarch)  # same build or one per backend: decided on their files (``noarch``)
     selection.accepted.sort(key=str)
     selection.rejected.sort(key=lambda r: r.name)
     return selection
