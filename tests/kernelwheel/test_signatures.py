@@ -188,6 +188,19 @@ def test_signed_bundle_without_metadata_json(repo: Path, trusted_root: Path, sig
     assert _ours(_variant(repo), trusted_root) == VerificationResult.MetadataMissing()
 
 
+def test_signed_metadata_without_digest_is_refused_as_kernels_refuses_it(tmp_path: Path, so_cache: Path,
+                                                                        trusted_root: Path,
+                                                                        sigstore: SigstoreInstance) -> None:
+    repo = tmp_path / "img2gray"
+    variant_dir = kernel_repos.flat_variant(repo / "build", VARIANT, so_cache, with_digest=False)
+    sigstore.sign_variant(variant_dir)
+    assert kernels_verify_variant(variant_dir, trusted_root) == VerificationResult.DigestMissing()
+    assert _ours(variant_dir, trusted_root) == VerificationResult.Success()  # the signature itself is good
+    written, skipped, _ = _convert(repo, tmp_path / "out", SignatureOptions(trusted_root=trusted_root))
+    assert written == [] and skipped == [(VARIANT, f"{WHERE}/metadata.json: signed, but it has no digest, so the "
+                                                   "signature covers none of the variant's files")]
+
+
 def test_bundle_symlinks_follow_the_layout_rules(repo: Path, tmp_path: Path, trusted_root: Path,
                                                  sigstore: SigstoreInstance) -> None:
     blobs = tmp_path / "cache" / "blobs"

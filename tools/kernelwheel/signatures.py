@@ -13,6 +13,7 @@ every other file (``tools.kernelwheel.digests``).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -279,7 +280,19 @@ def check_variant(variant_dir: Path, files: Mapping[str, Path], where: str, opti
     message = result_message(result, where)
     if message is not None:
         raise SignatureInvalid(message)
+    if not _has_digest(metadata):  # kernels' verify_variant: DigestMissing, a failure
+        raise SignatureInvalid(f"{where}/metadata.json: signed, but it has no digest, so the signature covers none "
+                               "of the variant's files")
     return SignedMetadata(metadata=metadata, bundle=bundle)
+
+
+def _has_digest(metadata: bytes | None) -> bool:
+    """Whether verified metadata.json bytes hold a ``digest`` (unparseable JSON is left to ``read_metadata``)."""
+    try:
+        data = json.loads(metadata or b"")
+    except (ValueError, RecursionError):
+        return True
+    return not isinstance(data, dict) or data.get("digest") is not None
 
 
 def verify_package(package_dir: Path, where: str, options: SignatureOptions) -> str:
