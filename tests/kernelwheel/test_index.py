@@ -474,6 +474,7 @@ def test_a_sigkilled_run_leaves_a_part_file_that_the_next_run_sweeps(wheelhouse:
     assert len(leftovers) == 1 and leftovers[0].name.startswith(f".{T213}.metadata.")
     result = _run_index(wheelhouse)
     assert result.returncode == 0, result.stderr
+    assert f"* Removed 1 temporaries left by an interrupted run: {leftovers[0].name}" in result.stderr
     assert not [p for p in wheelhouse.rglob("*.part")]
     for page in (wheelhouse / "simple").rglob("index.html"):
         for target, sha, _ in links(page).values():
@@ -485,3 +486,13 @@ def test_a_live_writers_temporary_is_left_alone(wheelhouse: Path) -> None:
     live.write_bytes(b"being written")
     assert write_index(wheelhouse).swept == []
     assert live.exists()
+
+
+def test_a_symlinked_lock_file_is_not_followed(wheelhouse: Path, tmp_path: Path) -> None:
+    (wheelhouse / "simple").mkdir()
+    outside = tmp_path / "created-outside"
+    (wheelhouse / "simple" / ".index.lock").symlink_to(outside)
+    message = _error_line(_run_index(wheelhouse))
+    assert message == (f"error: {wheelhouse / 'simple' / '.index.lock'}: Too many levels of symbolic links; the index "
+                       "already in place is unchanged")  # fmt: skip
+    assert not outside.exists()

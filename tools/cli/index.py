@@ -51,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "removed": report.removed,
             "projects": report.projects,
             "torch_indexes": report.torch_indexes,
+            "swept": [str(path) for path in report.swept],
         }
         print(json.dumps(summary, indent=2))
         return 0
@@ -58,6 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Indexed {len(report.wheels)} wheels of {len(report.projects)} projects in {args.wheelhouse / 'simple'}/ "
         f"({len(report.added)} new, {len(report.removed)} removed, {report.files_written} files written)"
     )
+    if report.swept:
+        print_step(console, f"* Removed {len(report.swept)} temporaries left by an interrupted run: "
+                            + ", ".join(path.name for path in report.swept))
     if report.torch_indexes:
         print("Per-torch indexes: " + ", ".join(f"simple/{name}/" for name in report.torch_indexes))
     return 0

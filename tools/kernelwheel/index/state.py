@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -123,10 +124,11 @@ def state_bytes(wheels: Sequence[IndexedWheel], pages: Sequence[str]) -> bytes:
 
 @contextmanager
 def locked(simple: Path) -> Iterator[None]:
+    """Hold ``simple/.index.lock`` (never through a symlink: O_NOFOLLOW) for the duration of the block."""
     simple.mkdir(parents=True, exist_ok=True)
-    with (simple / LOCK_FILE).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    fd = os.open(simple / LOCK_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
