@@ -91,10 +91,10 @@ def check_odd_widths_tiny_images_and_misaligned_pointers() -> None:
 
 
 def check_sizes_around_the_streaming_threshold() -> None:
-    """Outputs of 512 KiB per thread and more are written with streaming stores after an aligned head."""
+    """Outputs of 256 KiB per thread and more are written with streaming stores after an aligned head."""
     threads = torch.get_num_threads()
     try:
-        for dtype, pixels in ((torch.uint8, 1 << 19), (torch.float32, 1 << 17)):
+        for dtype, pixels in ((torch.uint8, 1 << 18), (torch.float32, 1 << 16)):
             for count in (pixels - 1, pixels + 77, 3 * pixels + 5):
                 image = random_image((1, count, 3), dtype, seed=count)
                 for num_threads in (1, 2, 3):
