@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
+import signal
 import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -16,7 +20,7 @@ import pytest
 from packaging.utils import parse_wheel_filename
 
 from tests.helpers import kernel_repos
-from tests.helpers.hub_fixtures import HubRepos, pip_install_by_name
+from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos, pip_install_by_name
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.cli.hub2wheel import main
 from tools.kernelwheel.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
@@ -289,3 +293,63 @@ def test_version_from_revision(hf_env: Path, hub_repos: HubRepos, tmp_path: Path
     rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v1", *noarch, "--kernel-version", "1.1.0",
                          "--out", str(tmp_path / "c")], capsys)
     assert rc == 0 and _names(out) == {"img2gray-1.1.0-py3-none-any.whl"}, err
+
+
+def _wheel_facts(folder: Path) -> dict[str, tuple[bytes, int, int]]:
+    return {p.name: (p.read_bytes(), p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted(folder.iterdir())}
+
+
+def test_hub_rerun_rewrites_nothing_and_offline_gives_the_same_wheels(
+        hf_env: Path, hub_repos: HubRepos, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = [*TRUST, "testorg/img2gray", "--revision", "v1.0.0", "--out", str(tmp_path / "wh")]
+    rc, out, err = _run(argv, capsys)
+    assert rc == 0, err
+    # stderr is not a terminal here: plain lines, one for the download, one per wheel
+    fetched = [line for line in err.splitlines() if line.startswith("fetching testorg/img2gray@v1.0.0: ")]
+    assert len(fetched) == 1 and " files, " in fetched[0] and "MiB downloaded in" in fetched[0], err
+    first = _wheel_facts(tmp_path / "wh")
+    rc, again, err = _run([*argv, "--jobs", "1"], capsys)
+    assert rc == 0 and again == out, err
+    assert f"{len(out)} wheel(s) written ({len(out)} already up to date)" in err
+    assert "0.0 MiB downloaded" in err  # everything came from the cache
+    assert _wheel_facts(tmp_path / "wh") == first  # same bytes, inodes and mtimes
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rc, _, err = _run([*argv[:-1], str(tmp_path / "offline")], capsys)
+    assert rc == 0, err
+    assert {n: d for n, (d, _, _) in _wheel_facts(tmp_path / "offline").items()} == {
+        n: d for n, (d, _, _) in first.items()}
+
+
+def test_jobs_must_be_positive(flat_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(flat_repo), "--out", str(tmp_path), "--jobs", "0"])
+    assert exit_info.value.code == 2 and "--jobs must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_ctrl_c_leaves_only_complete_wheels(tmp_path: Path, so_cache: Path) -> None:
+    # Large, compressible (4 bits per byte) extensions: each wheel takes a while to deflate, so SIGINT lands
+    # while wheels are being written.
+    rng = random.Random(5)
+    nibbles = bytes.maketrans(bytes(range(256)), bytes(b"0123456789abcdef"[i % 16] for i in range(256)))
+    variants = ["torch213-cxx11-cu126-x86_64-linux", "torch213-cxx11-cu128-x86_64-linux",
+                "torch213-cxx11-cu130-x86_64-linux"]
+    for variant in variants:
+        vdir = kernel_repos.flat_variant(tmp_path / "repo" / "build", variant, so_cache, with_digest=False)
+        with next(vdir.glob("*.abi3.so")).open("ab") as fh:
+            fh.write(rng.randbytes(48 << 20).translate(nibbles))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", str(tmp_path / "repo"), "--out", str(out),
+                             "--jobs", "2"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out.is_dir() and any(p.name.endswith(".part") for p in out.iterdir())):
+        assert proc.poll() is None and time.monotonic() < deadline, "no wheel was being written"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1].startswith("error: interrupted; wheels already in") and "Traceback" not in err
+    left = sorted(out.iterdir())
+    assert all(p.suffix == ".whl" for p in left), left  # no temporaries
+    for wheel in left:  # whatever was finished is complete
+        assert read_wheel(wheel).name.filename == wheel.name

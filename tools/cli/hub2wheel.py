@@ -126,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ToolError as exc:
         print_error(console, exc)
         return 1
+    except KeyboardInterrupt:  # every temporary is gone by now (convert waits for its workers to clean up)
+        print_error(console, f"interrupted; wheels already in {args.out} are complete, nothing partial was left")
+        return 130
     for _, path in total.converted:
         print(path)
     _print_report(total, console)
