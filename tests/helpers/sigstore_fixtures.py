@@ -6,6 +6,7 @@ the GitHub-workflow identity extensions Fulcio adds (issuer, source repository, 
 embedded SCT signed by the CT log key, plus a transparency-log entry signed by the Rekor key: inclusion promise
 (SET), inclusion proof in a small Merkle tree (RFC 6962) and a signed checkpoint. ``write_trusted_root`` writes the
 matching ``trusted_root.json`` that sigstore-python's ``TrustedRoot.from_file`` reads. Nothing touches the network.
+``kernels_verify_variant`` runs kernels' own ``verify_variant`` against that root, for side-by-side verdicts.
 """
 
 from __future__ import annotations
