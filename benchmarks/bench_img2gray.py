@@ -9,14 +9,23 @@ contender computes the same result (fresh random input, poisoned output buffer),
 run: CUDA events after warm-up, median of single calls; and for inputs that fit in L2, back-to-back calls over
 rotated inputs (throughput) next to single-call latency. Effective bandwidth counts each input byte read once
 and each output byte written once; "copy" is a device-to-device copy of the input's bytes, counted the same way.
-CPU: img2gray against Pillow's ``convert("L")`` and eager torch on the same image.
+NVIDIA NPP (``nppiRGBToGray_8u_C3C1R_Ctx``, called with ctypes from the nvidia-npp wheel's libnppc.so.13 and
+libnppicc.so.13 in ``--npp DIR`` or $IMG2GRAY_NPP_DIR) is the small-frame peer: back-to-back 720p/1080p frames,
+per-call host cost, and CUDA-graph replay of a per-frame pipeline. NPP gets its best Python path: its stream
+context and ROI are built once, so each frame is one ctypes call with two data pointers.
+
+CPU rows (``--cpu-only``) must run in a fresh process: once torch.compile has started inductor's workers, every
+fresh large CPU allocation slows down by milliseconds (issue K), so a GPU run reports no CPU rows; the CPU
+kernel's own benchmark is benchmarks/bench_cpu.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import time
@@ -42,6 +51,7 @@ class Row:
     mode: str  # "single" (median of single calls) or "stream" (back-to-back, rotated inputs)
     bytes_moved: int
     ms: dict[str, float] = field(default_factory=dict)  # contender → milliseconds per call
+    reference: str = "img2gray"  # the contender the others are compared with
 
     def gbps(self, name: str) -> float:
         return self.bytes_moved / (self.ms[name] * 1e-3) / 1e9
@@ -112,7 +122,65 @@ def load_variant(folder: Path) -> ModuleType:
     return module
 
 
-def contenders(dtype: torch.dtype, compiled: Callable[[torch.Tensor], torch.Tensor]) -> dict[str, Callable]:
+class NppiSize(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_int), ("height", ctypes.c_int)]
+
+
+class NppStreamContext(ctypes.Structure):  # nppdefs.h, NPP 13
+    _fields_ = [("hStream", ctypes.c_void_p), ("nCudaDeviceId", ctypes.c_int),
+                ("nMultiProcessorCount", ctypes.c_int), ("nMaxThreadsPerMultiProcessor", ctypes.c_int),
+                ("nMaxThreadsPerBlock", ctypes.c_int), ("nSharedMemPerBlock", ctypes.c_size_t),
+                ("nCudaDevAttrComputeCapabilityMajor", ctypes.c_int),
+                ("nCudaDevAttrComputeCapabilityMinor", ctypes.c_int), ("nStreamFlags", ctypes.c_uint),
+                ("hWorkspace", ctypes.c_uint32)]
+
+
+class Npp:
+    """``nppiRGBToGray_8u_C3C1R_Ctx`` through ctypes, for contiguous uint8 (..., H, W, 3) CUDA tensors."""
+
+    def __init__(self, folder: Path) -> None:
+        ctypes.CDLL(str(folder / "libnppc.so.13"), mode=ctypes.RTLD_GLOBAL)
+        self._fn = ctypes.CDLL(str(folder / "libnppicc.so.13")).nppiRGBToGray_8u_C3C1R_Ctx
+        self._fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, NppiSize, NppStreamContext]
+        self._fn.restype = ctypes.c_int
+
+    def bind(self, shape: tuple[int, ...]) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """One frame shape on the current stream: context and ROI built here, once; per call, one ctypes call."""
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        ctx = NppStreamContext(torch.cuda.current_stream().cuda_stream, torch.cuda.current_device(),
+                               props.multi_processor_count, props.max_threads_per_multi_processor,
+                               props.max_threads_per_block, props.shared_memory_per_block, props.major, props.minor,
+                               0, 0)
+        width, rows = shape[-2], 1
+        for n in shape[:-2]:
+            rows *= n
+        roi, fn = NppiSize(width, rows), self._fn
+
+        def gray_into(image: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+            status = fn(image.data_ptr(), 3 * width, out.data_ptr(), width, roi, ctx)
+            if status != 0:
+                raise RuntimeError(f"nppiRGBToGray_8u_C3C1R_Ctx returned NppStatus {status}")
+            return out
+
+        return gray_into
+
+
+NPP: Npp | None = None
+
+
+def load_npp(folder: str | None) -> str:
+    global NPP
+    if not folder:
+        return "NPP: not given (--npp DIR or $IMG2GRAY_NPP_DIR)"
+    try:
+        NPP = Npp(Path(folder))
+    except OSError as exc:
+        return f"NPP: could not load from {folder}: {exc}"
+    return f"NPP: {folder}"
+
+
+def contenders(dtype: torch.dtype, compiled: Callable[[torch.Tensor], torch.Tensor],
+               shape: tuple[int, ...] | None = None) -> dict[str, Callable]:
     named: dict[str, Callable] = {
         "img2gray": img2gray.img2gray,
         **{name: build.img2gray for name, build in OTHER_BUILDS.items()},
@@ -123,6 +191,10 @@ def contenders(dtype: torch.dtype, compiled: Callable[[torch.Tensor], torch.Tens
     tv = torchvision_gray()
     if tv is not None and dtype in (torch.uint8, torch.float32):
         named["torchvision"] = tv
+    if NPP is not None and dtype == torch.uint8 and shape is not None:
+        npp = NPP.bind(shape)
+        named["NPP + torch.empty"] = lambda image: npp(image, torch.empty(image.shape[:-1], dtype=image.dtype,
+                                                                           device=image.device))
     return named
 
 
@@ -144,6 +216,8 @@ def check_same(named: dict[str, Callable], image: torch.Tensor) -> dict[str, str
         tolerance = 1.0 if image.dtype == torch.uint8 else 1e-2
         if name == "torchvision" and diff <= tolerance * (255 if image.dtype == torch.uint8 else 1):
             notes[name] = f"max |diff| {diff:g} (other weights)"
+        elif name.startswith("NPP") and diff <= 1:
+            notes[name] = f"max |diff| {diff:g} (NPP rounds its float formula, not Pillow's fixed point)"
         elif name in ("torch.compile", "eager torch") and image.dtype != torch.uint8 and diff <= 1e-2:
             notes[name] = f"max |diff| {diff:g} (FMA contraction)"
         else:
@@ -163,11 +237,12 @@ def gpu_rows() -> tuple[list[Row], dict[str, str]]:
         ("3840x2160", (2160, 3840, 3), torch.uint8, "stream"),
         ("1920x1080", (1080, 1920, 3), torch.uint8, "single"),
         ("1920x1080", (1080, 1920, 3), torch.uint8, "stream"),
+        ("1280x720", (720, 1280, 3), torch.uint8, "stream"),
     ]
     rows, notes = [], {}
     for label, shape, dtype, mode in cases:
         image = random_image(shape, dtype, "cuda")
-        named = contenders(dtype, compiled)
+        named = contenders(dtype, compiled, shape)
         for name, note in check_same(named, random_image(shape, dtype, "cuda")).items():
             notes[f"{label} {dtype}: {name}"] = note
         in_bytes = image.numel() * image.element_size()
@@ -193,14 +268,152 @@ def gpu_rows() -> tuple[list[Row], dict[str, str]]:
     return rows, notes
 
 
+SMALL_FRAMES = [("1920x1080", (1080, 1920, 3)), ("1280x720", (720, 1280, 3))]
+
+
+def small_frame_rows() -> list[Row]:
+    """Back-to-back frames into a preallocated output (what a video pipeline does): the op's out= paths against
+    NPP's, on rotated inputs. Host-bound at these sizes, so this is the per-call cost that users pay."""
+    rows = []
+    for label, shape in SMALL_FRAMES:
+        in_bytes = 3 * shape[0] * shape[1]
+        inputs = [random_image(shape, torch.uint8, "cuda") for _ in range(max(2, L2_ROTATE_BYTES // in_bytes))]
+        out = torch.empty(shape[:-1], dtype=torch.uint8, device="cuda")
+        named: dict[str, Callable] = {
+            "img2gray(out=)": lambda image: img2gray.img2gray(image, out=out),
+            "op.out": lambda image: torch.ops.img2gray.img2gray.out(image, out=out),
+        }
+        if NPP is not None:
+            npp = NPP.bind(shape)
+            named["NPP"] = lambda image, npp=npp: npp(image, out)
+            expected = img2gray.img2gray(inputs[0])
+            diff = (npp(inputs[0], out).int() - expected.int()).abs().max().item()
+            if diff > 1:
+                raise SystemExit(f"NPP differs from img2gray by {diff} on {label}")
+        row = Row(label, "uint8", "stream out=", in_bytes + in_bytes // 3, reference="img2gray(out=)")
+        srcs = [torch.empty(row.bytes_moved // 2, dtype=torch.uint8, device="cuda") for _ in range(len(inputs))]
+        dst = torch.empty_like(srcs[0])
+        row.ms["copy"] = time_stream(lambda s, dst=dst: dst.copy_(s), srcs)
+        for name, fn in named.items():
+            row.ms[name] = time_stream(fn, inputs)
+        rows.append(row)
+        del inputs, srcs
+        torch.cuda.empty_cache()
+    return rows
+
+
+def pipeline(frame: torch.Tensor) -> torch.Tensor:
+    """A per-frame preprocessing step: RGB uint8 frame → gray float in [0, 1]."""
+    return img2gray.img2gray(frame).float().mul_(1 / 255)
+
+
+def time_graph(graph: torch.cuda.CUDAGraph, frames: int, replays: int = 50) -> float:
+    """Milliseconds per frame of back-to-back replays of a graph that processes `frames` frames."""
+    for _ in range(3):
+        graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    results = []
+    for _ in range(5):
+        start.record()
+        for _ in range(replays):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        results.append(start.elapsed_time(end) / (replays * frames))
+    return statistics.median(results)
+
+
+def capture(body: Callable[[], object]) -> torch.cuda.CUDAGraph:
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up off the default stream, as torch.cuda.graph's docs ask
+        body()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    return graph
+
+
+def graph_rows() -> list[Row]:
+    """CUDA-graph replay of a per-frame pipeline (gray, then float / 255) over 16 frame buffers (100 MB at 1080p,
+    past the L2), against the same pipeline eagerly, through torch.compile(mode="reduce-overhead"), and with
+    NPP doing the gray step (eager, and captured in a graph too). Per frame, back-to-back."""
+    rows = []
+    compiled = torch.compile(pipeline, mode="reduce-overhead", dynamic=False)
+    for label, shape in SMALL_FRAMES:
+        count = 16
+        frames = [random_image(shape, torch.uint8, "cuda") for _ in range(count)]
+        grays = [torch.empty(shape[:-1], dtype=torch.uint8, device="cuda") for _ in range(count)]
+        floats = [torch.empty(shape[:-1], dtype=torch.float32, device="cuda") for _ in range(count)]
+        expected = [pipeline(f) for f in frames]
+        in_bytes = 3 * shape[0] * shape[1]
+        # bytes of the whole pipeline: frame read, float written (the uint8 gray round trip is the pipeline's cost)
+        row = Row(label, "uint8", "graph, per frame", in_bytes + 4 * in_bytes // 3, reference="graph: img2gray pipeline")
+
+        def ours() -> None:
+            for f, g, x in zip(frames, grays, floats):
+                img2gray.img2gray(f, out=g)
+                torch.mul(g, 1 / 255, out=x)
+
+        graph = capture(ours)
+        graph.replay()
+        torch.cuda.synchronize()
+        if not all(torch.equal(x, e) for x, e in zip(floats, expected)):
+            raise SystemExit(f"graph replay of the img2gray pipeline differs from eager on {label}")
+        row.ms["graph: img2gray pipeline"] = time_graph(graph, count)
+        gray_only = capture(lambda: [img2gray.img2gray(f, out=g) for f, g in zip(frames, grays)])
+        row.ms["graph: img2gray only"] = time_graph(gray_only, count)
+        row.ms["eager pipeline"] = time_stream(pipeline, frames)
+        for f in frames[:2]:
+            compiled(f)
+        if not torch.equal(compiled(frames[0]).clone(), expected[0]):
+            raise SystemExit(f"torch.compile(mode='reduce-overhead') of the pipeline differs on {label}")
+        row.ms["torch.compile reduce-overhead"] = time_stream(lambda f: compiled(f), frames)
+        if NPP is not None:
+            npp_eager = NPP.bind(shape)
+
+            def npp_pipeline(f: torch.Tensor) -> torch.Tensor:
+                return npp_eager(f, torch.empty(f.shape[:-1], dtype=torch.uint8, device=f.device)).float().mul_(1 / 255)
+
+            row.ms["NPP eager pipeline"] = time_stream(npp_pipeline, frames)
+            try:
+                def npp_graph_body() -> None:
+                    npp = NPP.bind(shape)  # the capture stream's context
+                    for f, g, x in zip(frames, grays, floats):
+                        npp(f, g)
+                        torch.mul(g, 1 / 255, out=x)
+
+                npp_graph = capture(npp_graph_body)
+                row.ms["graph: NPP pipeline"] = time_graph(npp_graph, count)
+                npp_gray_only = capture(lambda: [NPP.bind(shape)(f, g) for f, g in zip(frames, grays)])
+                row.ms["graph: NPP only"] = time_graph(npp_gray_only, count)
+            except RuntimeError as exc:
+                print(f"  NPP in a CUDA graph: {exc}", file=sys.stderr)
+        rows.append(row)
+        print(f"  measured {label} graph rows", file=sys.stderr, flush=True)
+    return rows
+
+
 def host_overhead_rows(device: str) -> list[Row]:
     """Per-call cost on the host (dispatch, checks, allocation, launch) for a tiny image: wall-clock time of
     many back-to-back calls. On CUDA the calls only enqueue work, so this is the CPU cost a caller pays."""
     image = random_image((8, 8, 3), torch.uint8, device)
-    named = {"img2gray": img2gray.img2gray, **{n: b.img2gray for n, b in OTHER_BUILDS.items()},
-             "op without wrapper": torch.ops.img2gray.img2gray.default,
-             **{f"{n} op without wrapper": b._ops.ops.img2gray.default for n, b in OTHER_BUILDS.items()},
-             "eager torch": reference_expression}
+    out = torch.empty(8, 8, dtype=torch.uint8, device=device)
+    a, b = random_image((8, 8), torch.uint8, device), random_image((8, 8), torch.uint8, device)
+    named: dict[str, Callable] = {
+        "img2gray": img2gray.img2gray,
+        "img2gray(out=)": lambda x: img2gray.img2gray(x, out=out),
+        **{n: bld.img2gray for n, bld in OTHER_BUILDS.items()},
+        "op.default": torch.ops.img2gray.img2gray.default,
+        "op.out": lambda x: torch.ops.img2gray.img2gray.out(x, out=out),
+        **{f"{n} op.default": bld._ops.ops.img2gray.default for n, bld in OTHER_BUILDS.items()},
+        "torch.add": lambda x: torch.add(a, b),
+        "torch.empty": lambda x: torch.empty(8, 8, dtype=torch.uint8, device=device),
+    }
+    if device == "cuda" and NPP is not None:
+        npp = NPP.bind(tuple(image.shape))
+        named["NPP into out"] = lambda x: npp(x, out)
     row = Row("8x8 per call", "uint8", f"host {device}", 0)
     for name, fn in named.items():
         samples = []
@@ -254,22 +467,32 @@ def cpu_rows() -> list[Row]:
 
 def print_table(rows: list[Row]) -> None:
     for row in rows:
-        others = [n for n in row.ms if n not in ("img2gray", "copy")]
-        ratio = " ".join(f"{row.ms[n] / row.ms['img2gray']:.2f}x {n};" for n in others)
+        ref = row.reference
+        others = [n for n in row.ms if n not in (ref, "copy")]
+        ratio = " ".join(f"{row.ms[n] / row.ms[ref]:.2f}x {n};" for n in others)
         if row.bytes_moved == 0:  # per-call overhead rows: times only
             times = " ".join(f"{n} {row.ms[n] * 1e3:.1f} us;" for n in others)
-            print(f"| {row.case} | {row.dtype} | {row.mode} | - | {row.ms['img2gray'] * 1e3:.1f} us | - | - | {times} |")
+            print(f"| {row.case} | {row.dtype} | {row.mode} | {ref} | - | {row.ms[ref] * 1e3:.1f} us | - | - | {times} |")
             continue
-        print(f"| {row.case} | {row.dtype} | {row.mode} | {row.gbps('img2gray'):.0f} GB/s | {row.ms['img2gray'] * 1e3:.1f} us "
-              f"| {100 * row.ms['copy'] / row.ms['img2gray']:.1f} % | {row.gbps('copy'):.0f} GB/s | {ratio} |")
+        copy = (f"{100 * row.ms['copy'] / row.ms[ref]:.1f} % | {row.gbps('copy'):.0f} GB/s" if "copy" in row.ms
+                else "- | -")
+        print(f"| {row.case} | {row.dtype} | {row.mode} | {ref} | {row.gbps(ref):.0f} GB/s | {row.ms[ref] * 1e3:.1f} us "
+              f"| {copy} | {ratio} |")
+
+
+SECTIONS = ("large", "small", "graph", "host")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cpu-only", action="store_true")
+    parser.add_argument("--cpu-only", action="store_true", help="CPU rows only (run it in a fresh process)")
     parser.add_argument("--json", help="also write every measurement to this file")
     parser.add_argument("--also", type=Path, action="append", default=[],
                         help="another build of the op to time alongside: a build/<variant>/ folder (repeatable)")
+    parser.add_argument("--npp", default=os.environ.get("IMG2GRAY_NPP_DIR"),
+                        help="folder holding libnppc.so.13 and libnppicc.so.13 (default: $IMG2GRAY_NPP_DIR)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"GPU sections to run, comma-separated (default: all of {','.join(SECTIONS)})")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, img2gray {img2gray.__version__} ({img2gray.build_info().abi} ABI)")
     for folder in args.also:
@@ -280,12 +503,27 @@ def main() -> int:
     rows: list[Row] = []
     notes: dict[str, str] = {}
     if torch.cuda.is_available() and not args.cpu_only:
-        print(f"device: {torch.cuda.get_device_name()}, driver CUDA {torch.version.cuda}")
-        gpu, notes = gpu_rows()
-        rows += gpu + host_overhead_rows("cuda")
-    rows += cpu_rows() + host_overhead_rows("cpu")
-    print("| input | dtype | mode | img2gray | per call | % of copy | copy | time of others / img2gray |")
-    print("|---|---|---|---|---|---|---|---|")
+        print(f"device: {torch.cuda.get_device_name()}, CUDA {torch.version.cuda}; {load_npp(args.npp)}")
+        sections = set(args.sections.split(","))
+        runners: list[tuple[str, Callable[[], list[Row]]]] = [
+            ("host", lambda: host_overhead_rows("cuda")), ("small", small_frame_rows), ("graph", graph_rows)]
+        if "large" in sections:
+            try:
+                gpu, notes = gpu_rows()
+                rows += gpu
+            except Exception as exc:  # one broken section must not cost the others (one device call)
+                print(f"section large failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        for name, run in runners:
+            if name in sections:
+                try:
+                    rows += run()
+                except Exception as exc:
+                    print(f"section {name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("CPU rows: not in a process that ran torch.compile; run benchmarks/bench_cpu.py (or this with --cpu-only)")
+    else:
+        rows += cpu_rows() + host_overhead_rows("cpu")
+    print("| input | dtype | mode | reference | reference GB/s | per call | % of copy | copy | time of others / reference |")
+    print("|---|---|---|---|---|---|---|---|---|")
     print_table(rows)
     for key, note in notes.items():
         print(f"note: {key}: {note}")

@@ -53,3 +53,55 @@ def test_more_than_2_to_the_31_elements() -> None:
     assert torch.equal(gray[-3:].cpu(), img2gray.img2gray(tail.cpu()))
     del image, gray
     torch.cuda.empty_cache()
+
+
+def test_an_out_on_the_other_device_is_refused() -> None:
+    image = random_image((4, 5, 3), torch.uint8, "cuda")
+    classic = img2gray.build_info().abi == "classic"
+    for img, out, expected, given in [(image, torch.empty(4, 5, dtype=torch.uint8), "cuda:0", "cpu"),
+                                      (image.cpu(), torch.empty(4, 5, dtype=torch.uint8, device="cuda"), "cpu", "cuda:0")]:
+        with pytest.raises(ValueError if classic else RuntimeError,
+                           match=rf"^img2gray: expected out on {expected} \(the image's device\), got {given}$"):
+            torch.ops.img2gray.img2gray.out(img, out=out)
+        with pytest.raises(ValueError, match=rf"expected out on {expected} \(the image's device\), got out on {given}"):
+            img2gray.img2gray(img, out=out)
+
+
+@pytest.mark.parametrize("use_out", [False, True], ids=["functional", "out"])
+def test_cuda_graph_replay_recomputes_from_the_captured_input(use_out: bool) -> None:
+    frame = random_image((720, 1280, 3), torch.uint8, "cuda")
+    gray = torch.empty(720, 1280, dtype=torch.uint8, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        img2gray.img2gray(frame)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        result = img2gray.img2gray(frame, out=gray) if use_out else img2gray.img2gray(frame)
+    for _ in range(3):
+        new = random_image((720, 1280, 3), torch.uint8, "cuda")
+        frame.copy_(new)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(result, img2gray.img2gray(new.cpu()).cuda())
+
+
+def test_torch_compile_reduce_overhead_pipeline() -> None:
+    def pipeline(frame: torch.Tensor) -> torch.Tensor:
+        return img2gray.img2gray(frame).float().mul_(1 / 255)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(pipeline, mode="reduce-overhead", fullgraph=True)
+    for _ in range(4):
+        frame = random_image((720, 1280, 3), torch.uint8, "cuda")
+        assert torch.equal(compiled(frame), pipeline(frame))
+
+
+def test_backward_on_cuda_matches_the_cpu() -> None:
+    image = random_image((2, 33, 65, 3), torch.float32, "cuda").requires_grad_()
+    grad = torch.rand(2, 33, 65, device="cuda")
+    img2gray.img2gray(image).backward(grad)
+    cpu = image.detach().cpu().requires_grad_()
+    img2gray.img2gray(cpu).backward(grad.cpu())
+    assert image.grad is not None and cpu.grad is not None and torch.equal(image.grad.cpu(), cpu.grad)

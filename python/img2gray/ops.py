@@ -26,6 +26,10 @@ OUT_AUTOGRAD_MESSAGE = ("img2gray(): functions with out=... arguments don't supp
 
 _functional = ops.img2gray.default
 _out = ops.img2gray.out
+# The overloads' C++ entry points: OpOverload.__call__ is one Python frame around them (~0.1 us per call).
+# Traced code (torch.compile) calls the OpOverloads themselves, which Dynamo knows.
+_functional_entry = getattr(_functional, "_op", _functional)
+_out_entry = getattr(_out, "_op", _out)
 # Dispatch straight to the CPU/CUDA kernel when no gradient is wanted: the autograd kernel that
 # register_autograd installs is Python, a few microseconds per call (benchmarks/NOTES.md).
 _below_autograd = torch._C._AutoDispatchBelowAutograd
@@ -49,10 +53,10 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
             if _is_compiling() or (image.requires_grad and torch.is_grad_enabled()):
                 return _functional(image)
             with _below_autograd():
-                return _functional(image)
+                return _functional_entry(image)
         if torch.is_grad_enabled() and (image.requires_grad or out.requires_grad):
             raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
-        return _out(image, out=out)
+        return _out(image, out=out) if _is_compiling() else _out_entry(image, out=out)
     except Exception as exc:
         error = _explain(exc, image, out)
         if error is exc:
