@@ -12,10 +12,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from kernels.verify import VerificationResult
 
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos
-from tests.helpers.sigstore_fixtures import SigstoreInstance, WorkflowIdentity
+from tests.helpers.sigstore_fixtures import SigstoreInstance, WorkflowIdentity, kernels_verify_variant
 from tests.helpers.venvs import REPO_ROOT, fresh_venv
 from tools.cli import hub2wheel, verify_wheel
 
@@ -153,6 +154,8 @@ def test_verify_installed_wheel_then_edited_files(wheelhouse: Path, trusted_root
     package = Path(_venv_run(venv, "-c", "import importlib.util as u; print(u.find_spec('sigkernel').origin)")
                    .stdout.strip()).parent
     assert package.is_relative_to(venv) and (package / "metadata.json.sigstore").is_file()
+    # the installed folder is laid out like the variant, so kernels' own verify_variant agrees
+    assert kernels_verify_variant(package, trusted_root) == VerificationResult.Success()
 
     ops = package / "_ops.py"
     original = ops.read_bytes()
@@ -162,6 +165,8 @@ def test_verify_installed_wheel_then_edited_files(wheelhouse: Path, trusted_root
     assert edited.returncode == 1 and edited.stdout == ""
     assert edited.stderr == ("error: sigkernel-cpu 1+torch2.13 (sigkernel): extra.py is not covered by metadata.json's "
                              "digest; _ops.py does not match its sha256 digest in metadata.json\n")
+    theirs = kernels_verify_variant(package, trusted_root)
+    assert isinstance(theirs, VerificationResult.DigestVerificationFailure) and len(theirs.violations) == 2
     ops.write_bytes(original)
     (package / "extra.py").unlink()
 
@@ -171,6 +176,26 @@ def test_verify_installed_wheel_then_edited_files(wheelhouse: Path, trusted_root
     assert resigned.returncode == 1
     assert "metadata.json.sigstore: signature over metadata.json does not verify" in resigned.stderr
     assert len(resigned.stderr.splitlines()) == 1
+    assert isinstance(kernels_verify_variant(package, trusted_root), VerificationResult.SignatureVerificationFailure)
+
+
+def test_verify_wheel_nested_layout(tmp_path: Path, so_cache: Path, trusted_root: Path, sigstore: SigstoreInstance,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Nested layout: metadata.json sits above the package and its digest names ``<pkg>/...``; the wheel carries
+    metadata.json and the bundle inside the package, and verify_wheel resolves the digest from the package's parent."""
+    repo = tmp_path / "nestedkernel"
+    variant_dir = kernel_repos.nested_variant(repo / "build", VARIANT, so_cache, package="nestedkernel").parent
+    meta = {"name": "nestedkernel", "id": "_nestedkernel_abc1234", "version": 1, "license": "Apache-2.0",
+            "python-depends": [], "backend": {"type": "cpu"},
+            "digest": kernel_repos.kernel_builder_digest(variant_dir)}
+    (variant_dir / "metadata.json").write_text(json.dumps(meta))
+    sigstore.sign_variant(variant_dir)
+    rc, out, err = _run(hub2wheel.main, [str(repo), "--out", str(tmp_path / "w"), "--sigstore-trusted-root",
+                                         str(trusted_root), "--require-signature"], capsys)
+    assert rc == 0, err
+    wheel = Path(out.strip())
+    rc, out, err = _run(verify_wheel.main, [str(wheel), "--sigstore-trusted-root", str(trusted_root)], capsys)
+    assert (rc, err) == (0, "") and out.endswith("@refs/heads/main; 3 file(s) match its sha256 digest\n")
 
 
 def test_verify_wheel_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
