@@ -1,45 +1,49 @@
 #!/usr/bin/env bash
 # One device call for both builds of the op. Usage (device tool):
-#   run(command="bash benchmarks/gpu_run.sh dist/gpu all", carry=["dist/gpu", ".whl"])
+#   run(command="bash benchmarks/gpu_run.sh dist/gpu stable,bench,classic", carry=["dist/gpu", ".whl"])
 # dist/gpu/stable/*.whl: the stable-ABI wheel exactly as `make wheel` built it here against torch 2.14.1;
 # the classic build is compiled there, against the device's torch, by benchmarks/build_classic_here.py
 # (a classic binary only loads under the torch minor it was built for);
 # dist/gpu/variants/ (optional): tools.cli.build_variants output, loaded the way `kernels` loads them;
 # .whl/npp13.tar.xz: libnppc.so.13 + libnppicc.so.13 from the nvidia-npp 13.2 wheel (the benchmark's NPP peer).
-# PHASE: tests (both builds: op and CUDA tests, compute-sanitizer memcheck), bench, or all.
+# PHASES, comma-separated, run in order: stable / classic (that build's op and CUDA tests, compute-sanitizer
+# memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants.
 set -uo pipefail
 GPU=${1:-dist/gpu}
-PHASE=${2:-all}
+PHASE=${2:-stable,bench,classic}
+[ "$PHASE" = all ] && PHASE=stable,bench,classic
 OUT=${OUT:-/tmp/out}
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
-sha256sum "$GPU"/stable/*.whl | tee "$OUT/stable-wheel.sha256"
+sha256sum "$GPU"/stable/*.whl | tee -a "$OUT/gpu.txt"
 python3 -m pip install -q --no-deps --no-index --no-compile --target /tmp/site-stable "$GPU"/stable/*.whl || exit 1
 if [ -f .whl/npp13.tar.xz ]; then
   mkdir -p /tmp/npp && tar -xJf .whl/npp13.tar.xz -C /tmp/npp && export IMG2GRAY_NPP_DIR=/tmp/npp
 fi
-if [ "$PHASE" != bench ]; then
+test_build() {  # $1: stable or classic, $2: its site folder; everything into $OUT/tests-$1.txt
+  PYTHONPATH=$2 python3 -m img2gray samples/chelsea.png "/tmp/chelsea-gray-$1.png" 2>&1 | tail -3 | tee "$OUT/tests-$1.txt"
+  python3 -m pytest -q -p no:cacheprovider --img2gray-site "$2" tests/test_ops.py tests/test_ops_cuda.py 2>&1 \
+    | tee -a "$OUT/tests-$1.txt" | grep -E "^(FAILED|ERROR)|passed|failed" | tail -12
+  PYTHONPATH=$2 compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/sanitize_shapes.py 2>&1 \
+    | tail -4 | tee -a "$OUT/tests-$1.txt"
+}
+case ",$PHASE," in *,all,*|*,classic,*)
   python3 benchmarks/build_classic_here.py /tmp/classic/site > "$OUT/build-classic.txt" 2>&1 &
-  BUILD=$!
-  for abi in stable classic; do
-    if [ "$abi" = classic ]; then
-      wait "$BUILD" || { echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; continue; }
-      tail -1 "$OUT/build-classic.txt"
-      SITE=/tmp/classic/site
-    else
-      SITE=/tmp/site-stable
-    fi
-    PYTHONPATH=$SITE python3 -m img2gray samples/chelsea.png "$OUT/chelsea-gray-$abi.png" 2>&1 | tail -3
-    python3 -m pytest -q -p no:cacheprovider --img2gray-site "$SITE" tests/test_ops.py tests/test_ops_cuda.py 2>&1 \
-      | tee "$OUT/pytest-$abi.txt" | grep -E "^(FAILED|ERROR)|passed|failed" | tail -12
-    PYTHONPATH=$SITE compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/sanitize_shapes.py 2>&1 \
-      | tail -4 | tee "$OUT/memcheck-$abi.txt"
-  done
-  if compgen -G "$GPU/variants/*" > /dev/null; then
-    PYTHONPATH=/tmp/site-stable python3 benchmarks/check_variants.py "$GPU"/variants/* 2>&1 | tee "$OUT/variants.txt"
-  fi
-fi
-[ "$PHASE" = tests ] && exit 0
-PYTHONPATH=/tmp/site-stable python3 benchmarks/bench_img2gray.py ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 \
-  | tee "$OUT/bench.txt"
+  BUILD=$! ;;
+esac
+for phase in ${PHASE//,/ }; do
+  echo "== $phase"
+  case $phase in
+    stable) test_build stable /tmp/site-stable ;;
+    classic)
+      if wait "$BUILD"; then tail -1 "$OUT/build-classic.txt"; test_build classic /tmp/classic/site
+      else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
+    variants)
+      PYTHONPATH=/tmp/site-stable python3 benchmarks/check_variants.py "$GPU"/variants/* 2>&1 | tee "$OUT/variants.txt" ;;
+    bench)
+      PYTHONPATH=/tmp/site-stable python3 benchmarks/bench_img2gray.py ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 \
+        | tee "$OUT/bench.txt" ;;
+    all) echo "all = stable,bench,classic" ;;
+  esac
+done
