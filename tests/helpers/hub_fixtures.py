@@ -81,7 +81,30 @@ def _make_hub_repos(mirrors: Path, so_cache: Path) -> dict[str, str]:
     kernel_repos.make_nested_repo(nested, so_cache)
     commits["nested"] = kernel_repos.git_commit_all(nested, "nested build")
     kernel_repos.git(nested, "tag", "v0.1.0")
+    _make_dependency_repos(mirrors, commits)
     return commits
+
+
+def _make_dependency_repos(mirrors: Path, commits: dict[str, str]) -> None:
+    """Kernels with kernel-depends: relu-plus → relu (version 1), a cycle cyc-a ↔ cyc-b, one that needs a missing
+    kernel. Each is published on a v1 branch, as kernel-builder publishes API majors."""
+    def publish(name: str, init: str, depends: list[dict[str, object]], minver: str | None = None,
+                modules: dict[str, str] | None = None) -> None:
+        repo = mirrors / "models" / "testorg" / name
+        repo.mkdir(parents=True)
+        for variant in ("torch-cpu", "torch-cuda"):  # the same files: one noarch wheel; kernels loads either
+            kernel_repos.python_kernel_variant(repo / "build", variant, name=name, init=init,
+                                               kernel_depends=depends, minver=minver, modules=modules)
+        commits[name] = kernel_repos.git_commit_all(repo, f"build {name}", branch="v1")
+        kernel_repos.git(repo, "branch", "main")
+
+    publish("relu", kernel_repos.RELU_INIT, [])
+    publish("relu-plus", kernel_repos.RELU_PLUS_INIT, [{"repo-id": "testorg/relu", "version": 1}], minver="0.17.0",
+            modules={"layers.py": kernel_repos.RELU_PLUS_LAYERS})
+    cyclic = '"""a kernel in a dependency cycle."""\n'
+    publish("cyc-a", cyclic, [{"repo-id": "testorg/cyc-b", "version": 1}])
+    publish("cyc-b", cyclic, [{"repo-id": "testorg/cyc-a", "version": 1}])
+    publish("needs-missing", cyclic, [{"repo-id": "testorg/nope", "version": 1}])
 
 
 @contextlib.contextmanager

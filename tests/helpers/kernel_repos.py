@@ -206,3 +206,63 @@ def git_commit_all(repo: Path, message: str, *, branch: str = "main", date: str 
 
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+# Kernels with kernel-depends (kernels 0.17.2's metadata), pure Python so an installed pair runs anywhere: relu, and
+# relu-plus, which reaches relu at import through kernels.get_kernel_dep, as kernel-builder kernels do.
+RELU_INIT = '''"""relu test kernel."""
+import torch
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    return torch.clamp(x, min=0)
+'''
+
+RELU_PLUS_INIT = '''"""relu-plus test kernel: relu from its kernel dependency, plus a bias."""
+import torch
+from kernels import get_kernel_dep
+
+_relu = get_kernel_dep("testorg/relu")
+
+
+def relu_plus(x: torch.Tensor, bias: float) -> torch.Tensor:
+    return _relu.relu(x) + bias
+'''
+
+RELU_PLUS_LAYERS = '''"""A submodule that uses the package (relative import), as kernels' layers modules do."""
+from . import relu_plus
+
+
+class ReluPlus:
+    def __init__(self, bias: float) -> None:
+        self.bias = bias
+
+    def __call__(self, x):
+        return relu_plus(x, self.bias)
+'''
+
+
+def python_kernel_variant(build: Path, variant: str, *, name: str, init: str,
+                          kernel_depends: Iterable[Mapping[str, object]] = (), minver: str | None = None,
+                          modules: Mapping[str, str] | None = None) -> Path:
+    """A noarch ``build/<variant>/`` with a kernels 0.17.2 metadata.json (``kernel-depends`` as given) and, besides
+    ``__init__.py``, the Python ``modules`` given (file name → source)."""
+    vdir = build / variant
+    vdir.mkdir(parents=True, exist_ok=True)
+    (vdir / "__init__.py").write_text(init)
+    for filename, source in (modules or {}).items():
+        (vdir / filename).write_text(source)
+    meta: dict[str, object] = {
+        "name": name,
+        "id": f"_{name.replace('-', '_')}_{OPS_ID}",
+        "version": 1,
+        "license": "Apache-2.0",
+        "python-depends": [],
+        "backend": {"type": variant.removeprefix("torch-")},
+        "kernel-depends": list(kernel_depends),
+    }
+    if minver is not None:
+        meta["kernels-minver"] = minver
+    meta["digest"] = kernel_builder_digest(vdir)
+    (vdir / "metadata.json").write_text(json.dumps(meta, indent=2))
+    return vdir

@@ -15,11 +15,13 @@ from rich.console import Console
 
 from tools.kernelwheel import hub
 from tools.kernelwheel.console import activity, make_console, print_error, print_skipped, print_warning
-from tools.kernelwheel.convert import Options, Report, Source, convert
+from tools.kernelwheel.convert import Options, Report, Source
+from tools.kernelwheel.dependency_tree import convert_with_dependencies
 from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.kernel_depends import Dependency
 from tools.kernelwheel.selection import VariantFilter
 from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments
-from tools.kernelwheel.sources import hub_source, local_source, lock_sources
+from tools.kernelwheel.sources import dependency_source, hub_source, local_source, lock_sources
 from tools.kernelwheel.trust import TrustPolicy
 
 EPILOG = """\
@@ -75,9 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> Iterable[Source]:
-    settings = hub.HubSettings.from_env()
-    trust = TrustPolicy(trust_all=args.trust_remote_code, repo_ids=frozenset(args.trust_repo))
+def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: hub.HubSettings,
+             trust: TrustPolicy, console: Console) -> Iterable[Source]:
     if args.lock:
         return lock_sources(settings, Path(args.lock), repo_id=args.source, trust=trust, console=console)
     local = Path(args.source)
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
                       variants=VariantFilter(patterns=tuple(args.variant)), allow_unknown_deps=args.allow_unknown_deps,
-                      jobs=args.jobs,
+                      jobs=args.jobs, digest_cache=hub.digest_cache_file(hub.HubSettings.from_env()),
                       signatures=SignatureOptions(
                           trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
                           require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
@@ -118,11 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options.signatures.validate()
         with activity(console):  # one progress display for every download and wheel of the run
-            for source in _sources(args, parser, console):
-                report = convert(source, options, console)
-                total.converted.extend(report.converted)
-                total.skipped.extend(report.skipped)
-                total.unchanged.extend(report.unchanged)
+            settings = hub.HubSettings.from_env()
+            trust = TrustPolicy(trust_all=args.trust_remote_code, repo_ids=frozenset(args.trust_repo))
+
+            def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
+                return dependency_source(settings, dependency, variant_globs=args.variant, trust=trust,
+                                         console=console)
+
+            total = convert_with_dependencies(_sources(args, parser, settings, trust, console), options, resolve,
+                                              console)
     except ToolError as exc:
         print_error(console, exc)
         return 1

@@ -33,8 +33,16 @@ from rich.markup import escape
 
 from tools.kernelwheel import elf, lockfile, wheelfile
 from tools.kernelwheel.console import activity
-from tools.kernelwheel.digests import verify_digest
+from tools.kernelwheel.digests import load_digest_cache, save_digest_cache, verify_digest
 from tools.kernelwheel.errors import InvalidVariant, ToolError
+from tools.kernelwheel.kernel_depends import (
+    ConvertedKernel,
+    dependency_requirements,
+    entry_module,
+    imports_kernels,
+    kernels_requirement,
+    parse_kernel_info,
+)
 from tools.kernelwheel.layout import collect_files, find_package, read_metadata
 from tools.kernelwheel.naming import WheelName, framework_requirement_for, wheel_name_for
 from tools.kernelwheel.noarch import backend_of, plan_noarch
@@ -52,11 +60,13 @@ class Source:
     build_dir: Path
     label: str  # "org/name@<commit>" or a path, for messages and the wheel summary
     kernel_name: str  # default distribution base name (repo basename / directory name)
+    repo_id: str | None = None  # the Hub repository, for Hub sources
     version: Version | None = None  # a release ref's version (tag v1.2.3): the wheels' version exactly
     series: Version | None = None  # a version branch (v1): the major a build of it belongs to
     commit_date: datetime | None = None  # a Hub commit that is not a release: its date goes into the version
     trusted_roots: tuple[Path, ...] = ()  # where symlinks may point besides the variant (the cache's blobs/)
     locks: Mapping[str, lockfile.VariantLock] | None = None
+    dependencies: Mapping[str, ConvertedKernel] = field(default_factory=dict)  # kernel-depends converted this run
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,7 @@ class Options:
     allow_unknown_deps: bool = False  # pass python-depends kernels does not know through as pip requirements
     signatures: SignatureOptions = field(default_factory=SignatureOptions)  # trust root, signer workflows
     jobs: int | None = None  # variants checked and wheels written at once (default: one per CPU core)
+    digest_cache: Path | None = None  # file digests kept between runs (digests.save_digest_cache): reruns hash nothing
 
 
 @dataclass
@@ -174,7 +185,12 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
     if prefix and not options.dist_name and "name" not in metadata:
         kernel = package.replace("_", "-")  # nested layout: the package is named after the kernel
 
-    payload = {f"{package}/{rel[len(prefix):]}": p for rel, p in files.items() if rel.startswith(prefix)}
+    info = parse_kernel_info(files["metadata.json"].read_bytes(), where) if metadata.get("kernel-depends") else None
+    dependencies = info.dependencies if info is not None else ()
+    # A kernel with dependencies installs its build under its unique id, and an entry package named after the kernel
+    # that loads it the way kernels does (kernel_depends); any other build is the package itself.
+    build_package = info.build_id if dependencies and info is not None else package
+    payload = {f"{build_package}/{rel[len(prefix):]}": p for rel, p in files.items() if rel.startswith(prefix)}
     elfs = []
     for arcname, path in sorted(payload.items()):
         if arcname.endswith(".so") or ".so." in arcname:
@@ -197,9 +213,18 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
         platform_tag=platform,
         noarch_backend=backend_of(variant) if per_backend else None,
     )
+    requires = _requirements(variant, metadata, where, options)
+    entry: dict[str, bytes] = {}
+    if dependencies and info is not None:
+        needed, packages = dependency_requirements(variant, info, source.dependencies, where)
+        requires += [*needed, kernels_requirement(info.kernels_minver, has_dependencies=True)]
+        entry[f"{package}/__init__.py"] = entry_module(kernel, package, build_package, packages)
+    elif imports_kernels([p.read_bytes() for arc, p in payload.items() if arc.endswith(".py")]):
+        minver = metadata.get("kernels-minver")
+        requires.append(kernels_requirement(minver if isinstance(minver, str) else None, has_dependencies=False))
     raw = build_metadata(
         name,
-        requires_dist=_requirements(variant, metadata, where, options),
+        requires_dist=requires,
         requires_python=SpecifierSet(tags.requires_python) if tags.requires_python else None,
         summary=f"{kernel} kernel, build variant {variant}, repackaged from {source.label}",
         description=_description(kernel, package, variant, source, name, metadata),
@@ -207,7 +232,8 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
     if isinstance(metadata.get("license"), str):
         raw["license"] = metadata["license"]
     contents: dict[str, wheelfile.Source] = dict(payload)  # streamed from disk when the wheel is written
-    contents.update(signed.wheel_files(package, payload))  # metadata.json + its bundle in the package folder
+    contents.update(signed.wheel_files(build_package, payload))  # metadata.json + its bundle beside the build
+    contents.update(entry)
     return WheelContents(name=name, metadata=raw, files=contents, root_is_purelib=not elfs)
 
 
@@ -258,6 +284,8 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
         return write_wheel_if_changed(contents, options.out_dir, on_bytes)
 
     jobs = max(1, options.jobs or os.cpu_count() or 1)
+    if options.digest_cache is not None:
+        load_digest_cache(options.digest_cache)
     with activity(console) as display, ThreadPoolExecutor(jobs, thread_name_prefix="convert") as pool:
         task = display.task("checking", source.label, files_total=len(accepted))
         try:
@@ -305,6 +333,8 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
             stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+    if options.digest_cache is not None:
+        save_digest_cache(options.digest_cache)
     return report
 
 

@@ -16,6 +16,7 @@ from tools.kernelwheel import hub, lockfile
 from tools.kernelwheel.console import activity, print_step, print_warning
 from tools.kernelwheel.convert import Source
 from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.kernel_depends import Dependency
 from tools.kernelwheel.trust import TrustPolicy, check_publisher
 
 
@@ -116,9 +117,21 @@ def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_vers
         build_dir=snapshot.root / "build",
         label=f"{snapshot.repo_id}@{snapshot.commit[:12]}",
         kernel_name=snapshot.repo_id.split("/")[-1],
+        repo_id=snapshot.repo_id,
         version=release,
         series=ref_version if release is None else None,
         commit_date=commit_date,
         trusted_roots=(snapshot.blobs,),
         locks=locks,
     )
+
+
+def dependency_source(settings: hub.HubSettings, dependency: Dependency, *, variant_globs: Sequence[str] = (),
+                      trust: TrustPolicy, console: Console) -> Source:
+    """A ``kernel-depends`` entry as a Hub source: ``version: N`` is the newest ``vN`` ref (kernels' rule), a
+    ``revision`` that branch, tag or commit. The same trust gate applies as to the kernel that needs it."""
+    if dependency.version is not None:
+        return hub_source(settings, dependency.repo_id, version_spec=str(dependency.version),
+                          variant_globs=variant_globs, trust=trust, console=console)
+    return hub_source(settings, dependency.repo_id, revision=dependency.revision, variant_globs=variant_globs,
+                      trust=trust, console=console)

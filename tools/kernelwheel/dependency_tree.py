@@ -1,0 +1,119 @@
+"""A kernel converted together with its ``kernel-depends``: every dependency first, once per run, cycles refused.
+
+kernels resolves the dependency tree before it loads a kernel (``deps.resolve_kernel_tree``: depth first, a cycle
+is an error). Here each dependency kernel is fetched (``resolve``) and converted into the same output folder before
+the kernel that needs it, so that its wheel can name the dependency's project and version (``kernel_depends``). A
+dependency that cannot be fetched or converted makes only the variants that need it fail, with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+from rich.console import Console
+
+from tools.kernelwheel.console import print_step
+from tools.kernelwheel.convert import Options, Report, Source, convert
+from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.kernel_depends import (
+    ConvertedKernel,
+    ConvertedWheel,
+    Dependency,
+    parse_kernel_info,
+    top_level_package,
+)
+from tools.kernelwheel.layout import collect_files, read_metadata
+from tools.kernelwheel.naming import WheelName
+from tools.kernelwheel.selection import select_variants
+
+Resolve = Callable[[Dependency], Source]
+
+
+@dataclass
+class _Run:
+    done: dict[str, ConvertedKernel] = field(default_factory=dict)
+    chain: list[str] = field(default_factory=list)  # the kernels being converted, outermost first
+
+
+def declared_dependencies(source: Source, options: Options) -> list[Dependency]:
+    """The ``kernel-depends`` of every variant this run converts (a variant that cannot be read declares none here;
+    its conversion says why)."""
+    if not source.build_dir.is_dir():
+        return []
+    names = [p.name for p in source.build_dir.iterdir() if p.is_dir() and not p.is_symlink()]
+    found: dict[str, Dependency] = {}
+    for variant in select_variants(names, options.variants).accepted:
+        where = f"build/{variant}"
+        try:
+            files = collect_files(source.build_dir / str(variant), where, source.trusted_roots)
+            if not read_metadata(files, where).get("kernel-depends"):
+                continue
+            info = parse_kernel_info(files["metadata.json"].read_bytes(), where)
+        except (ToolError, OSError):
+            continue
+        for dep in info.dependencies:
+            found.setdefault(dep.repo_id, dep)
+    return [found[k] for k in sorted(found)]
+
+
+def _prefixed(report: Report, repo_id: str, into: Report) -> None:
+    into.converted.extend((f"{repo_id} {variant}", path) for variant, path in report.converted)
+    into.skipped.extend((f"{repo_id} {variant}", reason) for variant, reason in report.skipped)
+    into.unchanged.extend(f"{repo_id} {variant}" for variant in report.unchanged)
+
+
+def _convert_dependency(dep: Dependency, options: Options, resolve: Resolve, console: Console, run: _Run,
+                        into: Report) -> ConvertedKernel:
+    if dep.repo_id in run.chain:
+        cycle = " → ".join([*run.chain[run.chain.index(dep.repo_id):], dep.repo_id])
+        return ConvertedKernel(dep, failure=f"cyclic kernel-depends ({cycle})")
+    if dep.repo_id in run.done:
+        return run.done[dep.repo_id]
+    print_step(console, f"{run.chain[-1] if run.chain else 'kernel'} needs {dep}: converting it first")
+    try:
+        source = resolve(dep)
+    except ToolError as exc:
+        result = ConvertedKernel(dep, failure=str(exc))
+    else:
+        report = _convert(source, replace(options, dist_name=None, kernel_version=None), resolve, console, run)
+        _prefixed(report, dep.repo_id, into)
+        wheels = tuple(ConvertedWheel(variant, WheelName.parse(path.name), top_level_package(path))
+                       for variant, path in report.converted)
+        reasons = "; ".join(reason for _, reason in report.skipped[:1]) or "it has no variant for this run"
+        result = ConvertedKernel(dep, wheels=wheels, failure=None if wheels else f"no wheel converted ({reasons})")
+    run.done[dep.repo_id] = result
+    return result
+
+
+def _convert(source: Source, options: Options, resolve: Resolve, console: Console, run: _Run) -> Report:
+    report = Report()
+    dependencies = declared_dependencies(source, options)
+    converted: dict[str, ConvertedKernel] = {}
+    if dependencies:
+        run.chain.append(source.repo_id or source.label)
+        try:
+            for dep in dependencies:
+                converted[dep.repo_id] = _convert_dependency(dep, options, resolve, console, run, report)
+        finally:
+            run.chain.pop()
+    own = convert(replace(source, dependencies=converted), options, console)
+    report.converted[:0] = own.converted  # the kernel's own wheels first, then its dependencies'
+    report.skipped[:0] = own.skipped
+    report.unchanged[:0] = own.unchanged
+    return report
+
+
+def convert_with_dependencies(sources: Iterable[Source], options: Options, resolve: Resolve,
+                              console: Console) -> Report:
+    """Convert each source and, first, every kernel it depends on (each kernel once per run)."""
+    run = _Run()
+    total = Report()
+    for source in sources:
+        if source.repo_id is not None and source.repo_id in run.done:
+            continue  # already converted as a dependency of an earlier source
+        report = _convert(source, options, resolve, console, run)
+        total.converted.extend(report.converted)
+        total.skipped.extend(report.skipped)
+        total.unchanged.extend(report.unchanged)
+    return total
