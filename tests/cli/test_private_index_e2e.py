@@ -12,16 +12,12 @@ links out of uv's cache: ~20 s cold, ~1 s warm), not by two 1.5-minute pip insta
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import importlib.metadata
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -32,6 +28,8 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from tests.helpers import standin_wheels as standin
+from tests.helpers.pypiserver import PASSWORD, USER, free_port, wait_for
+from tests.helpers.pypiserver import pypiserver as run_pypiserver
 from tools.cli import hub2wheel
 from tools.kernelwheel.errors import NoCompatibleWheel
 from tools.kernelwheel.index.writer import write_index
@@ -40,9 +38,9 @@ from tools.kernelwheel.naming import WheelName, labelled_torch, torch_label
 
 pytestmark = pytest.mark.slow
 PROJECT = "img2gray-cu130"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PYPI = "https://pypi.org/simple"
 TORCH = importlib.metadata.version("torch")  # what the fresh venvs get: the suite's own torch (2.14.1)
-USER, PASSWORD = "uploader", "correct horse battery staple"
 _TIMEOUT_S = 300
 
 _RUN_OP = """
@@ -73,25 +71,6 @@ def _run(
     if check and result.returncode != 0:
         pytest.fail(f"{' '.join(argv)} exited {result.returncode}\n{result.stdout}\n{result.stderr}")
     return result
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server for {url} exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.2)
-    raise RuntimeError(f"server for {url} did not answer within {seconds} s")
 
 
 @pytest.fixture(scope="module")
@@ -231,13 +210,13 @@ def static_index(wheels: dict[str, list[Path]], tmp_path_factory: pytest.TempPat
     for wheel in wheels["decoys"]:
         os.link(wheel, decoys / wheel.name)
     write_index(decoys)
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        _wait_for(f"http://127.0.0.1:{port}/simple/", server)
+        wait_for(f"http://127.0.0.1:{port}/simple/", server)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
@@ -246,30 +225,10 @@ def static_index(wheels: dict[str, list[Path]], tmp_path_factory: pytest.TempPat
 
 @pytest.fixture(scope="module")
 def pypiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """pypiserver on loopback: anyone may read, only USER/PASSWORD (htpasswd) may upload.
-
-    The htpasswd line uses the ``{SHA}`` scheme so that this process needs no passlib (whose import warns
-    on Python 3.11+); pypiserver checks it with passlib. Real deployments use ``htpasswd -B`` (bcrypt).
-    """
-    folder = tmp_path_factory.mktemp("pypiserver")
-    digest = base64.b64encode(hashlib.sha1(PASSWORD.encode()).digest()).decode()
-    (folder / "htpasswd").write_text(f"{USER}:{{SHA}}{digest}\n")
-    packages = folder / "packages"
-    packages.mkdir()
-    port = _free_port()
-    log = (folder / "server.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pypiserver", "run", "-i", "127.0.0.1", "-p", str(port),
-         "-P", str(folder / "htpasswd"), "-a", "update", str(packages)],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        _wait_for(f"http://127.0.0.1:{port}/simple/", server)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        log.close()
+    """pypiserver on loopback as docs/private-index.md runs it (``--disable-fallback``): anyone may read, only
+    USER/PASSWORD (htpasswd) may upload (tests/helpers/pypiserver.py)."""
+    with run_pypiserver(tmp_path_factory.mktemp("pypiserver")) as url:
+        yield url
 
 
 def _twine_upload(
@@ -282,8 +241,12 @@ def _twine_upload(
 
 @pytest.fixture(scope="module")
 def uploaded(pypiserver: str, wheels: dict[str, list[Path]], installer_env: dict[str, str]) -> str:
+    """Every wheel uploaded the documented way: ``tools.cli.upload`` (validates, then twine; TWINE_PASSWORD)."""
     files = wheels["target"] + wheels["decoys"] + wheels["converted"]
-    result = _twine_upload(pypiserver, files, installer_env, "-u", USER, "-p", PASSWORD)
+    env = {k: v for k, v in installer_env.items() if not k.startswith("TWINE_")}
+    env["TWINE_PASSWORD"] = PASSWORD
+    result = _run([sys.executable, "-m", "tools.cli.upload", "--repository-url", pypiserver + "/", "-u", USER,
+                   *map(str, files)], env=env, check=False, cwd=REPO_ROOT)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     return pypiserver
 

@@ -43,7 +43,8 @@ def admits_torch_minor(specifier: SpecifierSet | None, minor: Version) -> bool:
 
 @dataclass(frozen=True)
 class IndexedWheel:
-    """What the index knows about one wheel; kept in the state file so unchanged wheels are not re-read."""
+    """What the index knows about one wheel; kept in the state file so a wheel whose sha256 is unchanged is not
+    validated again (size and mtime are recorded, never trusted)."""
 
     filename: str
     size: int
@@ -168,3 +169,18 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
         torch=None if torch is None else str(torch),
     )
     return wheel, metadata
+
+
+def normalised_collisions(wheels: Iterable[IndexedWheel]) -> list[str]:
+    """Wheel files that are one distribution file to an installer (``Foo_Bar``, ``foo.bar``, ``FOO_bar``)."""
+    by_key: dict[tuple[str, Version, str], list[str]] = {}
+    for wheel in wheels:
+        name = wheel.name
+        key = (canonicalize_name(name.distribution), name.version, name.tag)
+        by_key.setdefault(key, []).append(wheel.filename)
+    return [
+        f"{', '.join(sorted(names))}: these names normalise to the same wheel ({project} {version} {tag}, PEP 503/"
+        "427), so an installer would take any one of them; keep one"
+        for (project, version, tag), names in sorted(by_key.items(), key=lambda item: str(item[0]))
+        if len(names) > 1
+    ]

@@ -34,14 +34,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from tools.kernelwheel.atomic import sweep_stale_temporaries, write_atomic
 from tools.kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
 from tools.kernelwheel.index.pages import project_page, root_page
 from tools.kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
-from tools.kernelwheel.index.wheels import IndexedWheel, admits_torch_minor, inspect_wheel, sha256_file
+from tools.kernelwheel.index.wheels import (
+    IndexedWheel,
+    admits_torch_minor,
+    inspect_wheel,
+    normalised_collisions,
+    sha256_file,
+)
 from tools.kernelwheel.naming import torch_label, torch_minor
 
 
@@ -118,21 +123,6 @@ def _current(path: Path, known: IndexedWheel | None) -> IndexedWheel | None:
     return replace(known, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
 
 
-def _collisions(wheels: Iterable[IndexedWheel]) -> list[str]:
-    """Wheel files that are one distribution file to an installer (``Foo_Bar``, ``foo.bar``, ``FOO_bar``)."""
-    by_key: dict[tuple[str, Version, str], list[str]] = {}
-    for wheel in wheels:
-        name = wheel.name
-        key = (canonicalize_name(name.distribution), name.version, name.tag)
-        by_key.setdefault(key, []).append(wheel.filename)
-    return [
-        f"{', '.join(sorted(names))}: these names normalise to the same wheel ({project} {version} {tag}, PEP 503/"
-        "427), so an installer would take any one of them; keep one"
-        for (project, version, tag), names in sorted(by_key.items(), key=lambda item: str(item[0]))
-        if len(names) > 1
-    ]
-
-
 def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Version]) -> IndexReport:
     state: IndexState = read_state(simple)  # raises InvalidIndexState before anything is changed
     previous = state.wheels
@@ -162,7 +152,7 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
         metadata_files[metadata_path] = metadata
         if known is None or known.sha256 != wheel.sha256:
             report.added.append(path.name)
-    problems.extend(_collisions(wheels))
+    problems.extend(normalised_collisions(wheels))
     if problems:
         # Collect every bad wheel, then refuse to touch the index: a half-updated index is worse than a stale one.
         raise InvalidWheel("cannot index " + str(wheelhouse) + ":\n  " + "\n  ".join(problems))

@@ -1,4 +1,5 @@
-"""Publishing build/<variant>/ folders to a Hub repository under a version.
+"""Publishing build/<variant>/ folders to a Hub repository under a version, and wheels to a package index.
 
-plan (refs, checks), staging (verified copies), git and hub (the two transports), release (the entry point).
+plan (refs, checks), staging (verified copies), git and hub (the two transports), release (the entry point);
+upload (wheels validated, then ``twine upload`` to pypiserver or any twine repository).
 """

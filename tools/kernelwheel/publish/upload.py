@@ -1,0 +1,79 @@
+"""Uploading wheels to a package index that takes uploads (pypiserver, any twine repository), checked first.
+
+A server stores whatever bytes it is sent under a wheel's name (pypiserver takes ``junk-1.0-py3-none-any.whl`` of
+random bytes), and the installers then fail on it. So every wheel is validated here before ``twine upload`` runs
+at all, with the same checks ``tools.cli.index`` applies (``tools.kernelwheel.index.wheels.inspect_wheel``): a
+readable zip, a PEP 508 (ASCII) name, a ``.dist-info/RECORD`` whose hashes match, a ``METADATA`` whose Name and
+Version are the file name's, a ``+torchX.Y`` label that agrees with ``Requires-Dist: torch``; and no two files that
+normalise to one wheel. One bad wheel stops the whole upload; nothing is sent.
+
+The password is twine's business: ``TWINE_PASSWORD`` in the environment (or twine's prompt, or keyring), never a
+command-line argument of this tool or of the twine it runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tools.kernelwheel.errors import InvalidWheel, PublishFailed, ToolError
+from tools.kernelwheel.index.client import check_url, redact
+from tools.kernelwheel.index.wheels import IndexedWheel, inspect_wheel, normalised_collisions
+
+
+def check_wheels(paths: Sequence[Path]) -> list[IndexedWheel]:
+    """Every path validated as a wheel; ``InvalidWheel`` listing each problem (one line per wheel) otherwise."""
+    if not paths:
+        raise InvalidWheel("no wheels to upload; pass the .whl files (e.g. wheelhouse/*.whl)")
+    problems: list[str] = []
+    checked: list[IndexedWheel] = []
+    for path in paths:
+        if path.suffix != ".whl":
+            problems.append(f"{path}: not a .whl file")
+        elif not path.is_file():
+            problems.append(f"{path}: no such file")
+        else:
+            try:
+                checked.append(inspect_wheel(path)[0])
+            except ToolError as exc:
+                problems.append(str(exc))
+            except OSError as exc:
+                problems.append(f"{path}: cannot be read ({exc.strerror or exc})")
+    problems.extend(normalised_collisions(checked))
+    if problems:
+        raise InvalidWheel("refusing to upload, nothing was sent:\n  " + "\n  ".join(problems))
+    return checked
+
+
+def twine_upload_argv(paths: Sequence[Path], repository_url: str, username: str | None) -> list[str]:
+    """``python -m twine upload`` for ``paths``; the password is left to twine (``TWINE_PASSWORD``, its prompt)."""
+    user = ["--username", username] if username else []
+    return [sys.executable, "-m", "twine", "upload", "--disable-progress-bar", "--repository-url", repository_url,
+            *user, *map(str, paths)]  # fmt: skip
+
+
+def upload(
+    paths: Sequence[Path],
+    repository_url: str,
+    *,
+    username: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[IndexedWheel]:
+    """Validate every wheel (``check_wheels``), then ``twine upload`` them all; ``PublishFailed`` when twine fails
+    (its own output, on the terminal, says why)."""
+    check_url(repository_url, what="repository URL", schemes=("http", "https"))
+    if urlsplit(repository_url).username is not None:
+        raise PublishFailed(
+            f"repository URL {redact(repository_url)} carries credentials; pass --username and put the password "
+            "in TWINE_PASSWORD instead (a URL ends up in logs and shell history)"
+        )
+    wheels = check_wheels(paths)
+    result = subprocess.run(twine_upload_argv(paths, repository_url, username), env=env, check=False)
+    if result.returncode != 0:
+        raise PublishFailed(
+            f"twine upload to {repository_url} failed (exit {result.returncode}); its output above says why"
+        )
+    return wheels
