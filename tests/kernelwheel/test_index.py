@@ -103,7 +103,7 @@ def test_extra_torch_minor_gets_a_sub_index_of_stable_builds(wheelhouse: Path) -
     assert not (sub / "img2gray-cu130").exists()
 
 
-def test_rerun_without_changes_reads_and_writes_nothing(wheelhouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rerun_without_changes_revalidates_and_writes_nothing(wheelhouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_index(wheelhouse)
     before = {p: p.stat().st_mtime_ns for p in wheelhouse.rglob("*") if p.is_file()}
     monkeypatch.setattr(writer, "inspect_wheel", lambda path: pytest.fail(f"{path.name} was re-read"))
@@ -496,3 +496,11 @@ def test_a_symlinked_lock_file_is_not_followed(wheelhouse: Path, tmp_path: Path)
     assert message == (f"error: {wheelhouse / 'simple' / '.index.lock'}: Too many levels of symbolic links; the index "
                        "already in place is unchanged")  # fmt: skip
     assert not outside.exists()
+
+
+def test_a_wheel_name_too_long_for_its_metadata_file_is_refused(tmp_path: Path) -> None:
+    house = tmp_path / "wheelhouse"
+    name = "a" * (255 - len("-1.0-py3-none-any.whl") - 2) + "-1.0-py3-none-any.whl"  # the .metadata name: 262 bytes
+    _spelled_wheel(house, name, name="a" * (255 - len("-1.0-py3-none-any.whl") - 2))
+    message = _error_line(_run_index(house))
+    assert message == f"error: cannot index {house}:\n  {name}: the name is too long for its .metadata file (over 255 bytes)"
