@@ -17,8 +17,13 @@ enum class Dtype { kUint8, kFloat32, kFloat16, kBFloat16 };
 // threads with torch's parallel_for (at::parallel_for or torch::stable::parallel_for).
 void convert_cpu(Dtype dtype, const void* rgb, void* gray, int64_t begin, int64_t end);
 
-// Pixels per parallel_for task: large enough that thread start-up is noise, small enough to split a 1080p frame.
-constexpr int64_t kCpuGrainPixels = 1 << 16;
+// Pixels per parallel_for task: 256 KiB of memory traffic (3 values read and 1 written per pixel), a few
+// microseconds of work: large enough that waking a thread is noise, small enough that a 1080p frame (uint8) or a
+// 512x512 one (float32) uses 16 threads.
+constexpr int64_t cpu_grain_pixels(Dtype dtype) {
+  const int64_t value_bytes = dtype == Dtype::kUint8 ? 1 : dtype == Dtype::kFloat32 ? 4 : 2;
+  return (int64_t{256} << 10) / (4 * value_bytes);
+}
 
 #ifdef IMG2GRAY_WITH_CUDA
 enum class CudaKernel {

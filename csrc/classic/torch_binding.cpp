@@ -94,7 +94,7 @@ void run_cpu(const at::Tensor& image, at::Tensor& out) {
   const Dtype dtype = kernel_dtype(image.scalar_type());
   const void* rgb = image.const_data_ptr();
   void* gray = out.mutable_data_ptr();
-  at::parallel_for(0, out.numel(), kCpuGrainPixels,
+  at::parallel_for(0, out.numel(), cpu_grain_pixels(dtype),
                    [&](int64_t begin, int64_t end) { convert_cpu(dtype, rgb, gray, begin, end); });
 }
 

@@ -174,7 +174,7 @@ void run_cpu(const Tensor& image, Tensor& out) {
   const Dtype dtype = kernel_dtype(image.scalar_type());
   const void* rgb = image.const_data_ptr();
   void* gray = out.mutable_data_ptr();
-  torch::stable::parallel_for(0, out.numel(), kCpuGrainPixels,
+  torch::stable::parallel_for(0, out.numel(), cpu_grain_pixels(dtype),
                               [&](int64_t begin, int64_t end) { convert_cpu(dtype, rgb, gray, begin, end); });
 }
 
