@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
+from tools.kernelwheel import digests
 from tools.kernelwheel.digests import make_digest, verify_digest
 from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
 from tools.kernelwheel.layout import collect_files
@@ -70,3 +74,36 @@ def test_sha512_and_urlsafe_base64_are_accepted(flat_repo: Path, tmp_path: Path)
     assert digest["algorithm"] == "sha512" and verify_digest(files, {"digest": digest}, "v")
     urlsafe = {rel: value.replace("+", "-").replace("/", "_").rstrip("=") for rel, value in digest["files"].items()}
     assert verify_digest(files, {"digest": {"algorithm": "sha512", "files": urlsafe}}, "v")
+
+
+def test_file_digests_kept_between_runs_only_while_the_file_is_unchanged(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = tmp_path / "blob.so"
+    blob.write_bytes(b"\x7fELF" + bytes(range(256)) * 4096)  # 1 MiB + 4: more than one read chunk
+    right = hashlib.sha256(blob.read_bytes()).digest()
+    assert digests.file_digest(blob) == right
+    cache = tmp_path / "assets" / "sha256.json"
+    digests.save_digest_cache(cache)
+    assert json.loads(cache.read_text())["entries"] == []  # changed within the last second: not kept
+    time.sleep(1.1)
+    digests.save_digest_cache(cache)
+    entries = json.loads(cache.read_text())["entries"]
+    assert [e[0] for e in entries if e[0] == str(blob.resolve())] == [str(blob.resolve())]
+    # A later run (empty memory) takes the digest from the cache while the file's stat identity is the same: a
+    # planted wrong digest is what it answers, which shows it did not hash the file again.
+    for entry in entries:
+        entry[3] = "00" * 32
+    cache.write_text(json.dumps({"format": 1, "entries": entries}))
+    monkeypatch.setattr(digests, "_DIGESTS", {})
+    digests.load_digest_cache(cache)
+    assert digests.file_digest(blob) == bytes(32)
+    # Any write changes the ctime (even with size and mtime put back): hashed again, right again.
+    stat = blob.stat()
+    with blob.open("r+b") as fh:
+        fh.write(b"\x7fELF")
+    os.utime(blob, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert digests.file_digest(blob) == right
+    monkeypatch.setattr(digests, "_DIGESTS", {})
+    cache.write_text("{not json")
+    digests.load_digest_cache(cache)  # a damaged cache is ignored
+    assert digests.file_digest(blob) == right

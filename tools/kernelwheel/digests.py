@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
+import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tools.kernelwheel.atomic import write_atomic
 from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
 
@@ -53,6 +57,43 @@ def file_digest(path: Path, algorithm: str = "sha256") -> bytes:
             digest.update(view[:n])
     _DIGESTS[key] = (identity, digest.digest())
     return _DIGESTS[key][1]
+
+
+_CACHE_FORMAT = 1
+_SETTLED_NS = 1_000_000_000
+
+
+def load_digest_cache(path: Path) -> None:
+    """Remember the digests ``save_digest_cache`` kept in ``path`` (a missing or damaged file is ignored).
+
+    An entry is used only while the file's identity (device, inode, size, mtime and ctime, in nanoseconds) is the
+    one it was hashed with, as git's index trusts a file's stat; any write changes the ctime."""
+    try:
+        data = json.loads(path.read_text())
+        if data.get("format") != _CACHE_FORMAT:
+            return
+        for real, algorithm, identity, digest in data["entries"]:
+            _DIGESTS.setdefault((str(real), str(algorithm)), (tuple(int(i) for i in identity), bytes.fromhex(digest)))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return
+
+
+def save_digest_cache(path: Path) -> None:
+    """Keep this run's digests in ``path`` (atomically) for the next run: only files that still have the identity
+    they were hashed with, and none changed within the last ``_SETTLED_NS`` (a write in the same clock tick as
+    the hashing could leave the stat as it was: git's "racy" entries; such a file is simply hashed next time)."""
+    settled = time.time_ns() - _SETTLED_NS
+    entries = []
+    for (real, algorithm), (identity, digest) in sorted(_DIGESTS.items()):
+        try:
+            st = os.stat(real)
+        except OSError:
+            continue
+        if _identity(st) != identity or max(st.st_mtime_ns, st.st_ctime_ns) > settled:
+            continue
+        entries.append([real, algorithm, list(identity), digest.hex()])
+    with contextlib.suppress(OSError):  # a read-only cache only costs the next run its hashing
+        write_atomic(path, json.dumps({"format": _CACHE_FORMAT, "entries": entries}).encode())
 
 
 def checked_digest(path: Path, algorithm: str = "sha256") -> bytes | None:

@@ -324,6 +324,12 @@ def fetch(
     raise _not_found(api, repo_id, revision)
 
 
+def digest_cache_file(settings: HubSettings) -> Path:
+    """Where hub2wheel keeps file digests between runs (``digests.save_digest_cache``), in huggingface_hub's assets
+    cache beside the files they describe."""
+    return cached_assets_path("hub2wheel", namespace="file-digests", assets_dir=settings.assets_dir) / "sha256.json"
+
+
 def commit_date(api: HfApi, settings: HubSettings, snapshot: Snapshot) -> datetime:
     """When ``snapshot.commit`` was made (the Hub's ``lastModified`` at that revision), in UTC.
 

@@ -32,7 +32,6 @@ from types import MappingProxyType
 
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # exported lazily
-from kernels._rust import KernelLocks
 
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
 from tools.kernelwheel.jsonload import loads_limited
@@ -63,6 +62,8 @@ class KernelLock:
 
 def _parse_current(text: str) -> list[KernelLock] | None:
     """A kernels >= 0.17 lock through ``kernels.KernelLocks``; None when the text is not in that format."""
+    from kernels._rust import KernelLocks  # here, not at import: kernels costs ~50 ms of every hub2wheel start
+
     try:
         locks = KernelLocks.from_json(text)
     except ValueError:
@@ -87,6 +88,8 @@ def parse_lockfile(text: str, source: str = "kernels.lock") -> list[KernelLock]:
         if not isinstance(entry, dict):
             raise InvalidLockfile(f"{where}: expected an object with repo_id, sha and variants")
         if "dependency" in entry or "lock" in entry:
+            from kernels._rust import KernelLocks
+
             try:
                 KernelLocks.from_json(json.dumps([entry]))
             except ValueError as exc:  # say why kernels refused the entry, in one line

@@ -17,13 +17,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernels.python_deps import DependencyData, DependencyInfo
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from tools.kernelwheel.errors import InvalidVariant
+
+if TYPE_CHECKING:  # imported where used: kernels costs ~70 ms of every hub2wheel start, and most variants list none
+    from kernels.python_deps import DependencyData, DependencyInfo
 
 # Projects whose requirement the conversion writes itself (naming.framework_requirement_for).
 FRAMEWORK_PROJECTS = frozenset({"torch"})
@@ -39,6 +41,8 @@ class MappedDepends:
 
 @cache
 def _dependency_data() -> DependencyData:
+    from kernels.python_deps import DependencyData
+
     text = resources.files("kernels").joinpath("python_depends.json").read_text(encoding="utf-8")
     return DependencyData.from_dict(json.loads(text))
 

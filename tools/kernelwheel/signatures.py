@@ -193,7 +193,8 @@ class SignatureOptions:
 
     def validate(self) -> None:
         """Fail early (``InvalidTrustSettings``) on a bad workflow URI or trusted-root file, before any work."""
-        self.policies()
+        if self.signer_workflows:  # kernels' DEFAULT_POLICIES need no check, and importing them costs ~1 s of start
+            self.policies()
         if self.trusted_root is not None:
             load_verifier(self.trusted_root, self.warn)
 
