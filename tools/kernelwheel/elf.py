@@ -11,22 +11,27 @@ This is where hub2wheel's manylinux tag is decided, never assumed:
   policy falls back to the ``GLIBC`` floor alone.
 * python/abi: ``*.abi3.so`` → ``cp39-abi3``; ``*.cpython-3XY-*.so`` → ``cp3XY-cp3XY``. A shared library without a
   ``PyInit_*`` export (loaded through ``torch.ops.load_library``) does not constrain the Python version.
+
+A file is ELF by its magic bytes (``has_elf_magic``), whatever its name. Reading one is hostile-input safe: the
+file is mapped, not read into a buffer sized by header fields; the symbol and symbol-version walks are bounded by
+the file's size (a damaged ``.gnu.version_r`` can declare billions of entries); and any exception pyelftools or
+auditwheel raises on a damaged file becomes one ``InvalidVariant`` line.
 """
 
 from __future__ import annotations
 
+import mmap
 import re
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import IO, cast
 
 from auditwheel.architecture import Architecture
 from auditwheel.elfutils import elf_find_versioned_symbols
 from auditwheel.libc import Libc
 from auditwheel.policy import WheelPolicies
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
@@ -35,7 +40,7 @@ from tools.kernelwheel.naming import manylinux_tag
 
 ELF_MAGIC = b"\x7fELF"
 _MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_PPC64": "ppc64le", "EM_S390": "s390x"}
-_CPYTHON_SUFFIX = re.compile(r"\.cpython-3(\d+)[a-z]*-[^.]+\.so$")
+_CPYTHON_SUFFIX = re.compile(r"\.cpython-3([0-9]+)[a-z]*-[^.]+\.so$")
 _VERSIONED = re.compile(r"^(GLIBC|GLIBCXX|CXXABI|GCC)_([0-9][0-9.]*|TM_[0-9]+)$")
 # PEP 384: a module built with Py_LIMITED_API=0x03090000 is tagged cp39-abi3 (kernel-builder, issue A).
 ABI3_PYTHON = "cp39"
@@ -43,6 +48,21 @@ ABI3_PYTHON = "cp39"
 
 def is_elf(data: bytes) -> bool:
     return data[:4] == ELF_MAGIC
+
+
+def has_elf_magic(path: Path) -> bool:
+    """Whether the file starts with the ELF magic (how a compiled file is recognised, never by its name)."""
+    with path.open("rb") as fh:
+        return is_elf(fh.read(4))
+
+
+def looks_like_shared_object(name: str) -> bool:
+    """``x.so`` / ``x.so.1``: a name that promises ELF, so a non-ELF file under it is refused."""
+    return name.endswith(".so") or ".so." in name
+
+
+class _Unreadable(Exception):
+    """A damaged-file finding of our own, inside the block that turns every exception into InvalidVariant."""
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -69,36 +89,21 @@ class ElfInfo:
 
 
 def read_elf(path: Path, display: str | None = None) -> ElfInfo:
-    """Read ``path``; ``InvalidVariant`` if it is not an ELF shared object."""
+    """Read ``path``; ``InvalidVariant`` if it is not an ELF file or cannot be parsed."""
     shown = display or str(path)
-    with path.open("rb") as fh:
-        if not is_elf(fh.read(4)):
-            raise InvalidVariant(f"{shown}: not an ELF file (a .so in a Linux build must be an ELF shared object)")
-        fh.seek(0)
-        try:
-            elf = ELFFile(fh)
-            cpu = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
-            needed: set[tuple[str, str]] = set()
-            exports_pyinit = False
-            for _library, version in elf_find_versioned_symbols(elf):
-                match = _VERSIONED.fullmatch(version)
-                if match:
-                    needed.add((match[1], match[2]))
-            # auditwheel's elf_is_python_extension wants PyInit_<file name>; a kernel's module may be named
-            # otherwise (loaded by torch.ops.load_library), so any defined PyInit_* export counts here.
-            for section in elf.iter_sections():
-                if isinstance(section, SymbolTableSection) and section.name == ".dynsym":
-                    for sym in section.iter_symbols():
-                        if (
-                            sym.name.startswith("PyInit_")
-                            and sym["st_shndx"] != "SHN_UNDEF"
-                            and sym["st_info"]["type"] == "STT_FUNC"
-                        ):
-                            exports_pyinit = True
-        except (ELFError, ValueError, KeyError, IndexError, struct.error, OSError) as exc:
-            # pyelftools raises more than ELFError on a truncated or fuzzed file.
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise InvalidVariant(f"{shown}: unreadable ELF file: {reason}") from None
+    try:
+        with path.open("rb") as fh:
+            if not is_elf(fh.read(4)):
+                raise InvalidVariant(f"{shown}: not an ELF file (a .so in a Linux build must be an ELF shared object)")
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                cpu, needed, exports_pyinit = _parse(mapped, len(mapped))
+    except InvalidVariant:
+        raise
+    except OSError as exc:
+        raise InvalidVariant(f"{shown}: cannot be read: {exc.strerror or exc}") from None
+    except Exception as exc:  # pyelftools and auditwheel raise any type on a damaged file (issue J)
+        reason = str(exc).splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise InvalidVariant(f"{shown}: unreadable ELF file: {reason}") from None
     name = path.name
     python_abi: str | None = None
     if exports_pyinit:
@@ -111,6 +116,36 @@ def read_elf(path: Path, display: str | None = None) -> ElfInfo:
             # A bare "mod.so" imports on any CPython 3; it is abi3 in practice for kernel-builder output.
             python_abi = "abi3"
     return ElfInfo(shown, cpu, frozenset(needed), exports_pyinit, python_abi)
+
+
+def _parse(stream: mmap.mmap, size: int) -> tuple[str, set[tuple[str, str]], bool]:
+    """``(cpu, needed symbol versions, exports PyInit_*)``; every walk is bounded by the file's size."""
+    # No honest file has more entries than it has 8-byte units (a symbol or version entry is 16 bytes or more).
+    most = max(size // 8, 64)
+    elf = ELFFile(cast("IO[bytes]", stream))  # an mmap has the read/seek/tell ELFFile uses
+    cpu = _MACHINES.get(elf["e_machine"], str(elf["e_machine"]))
+    needed: set[tuple[str, str]] = set()
+    for count, (_library, version) in enumerate(elf_find_versioned_symbols(elf)):
+        if count > most:
+            raise _Unreadable(f"more symbol-version entries than a {size}-byte file can hold")
+        match = _VERSIONED.fullmatch(version)
+        if match:
+            needed.add((match[1], match[2]))
+    # auditwheel's elf_is_python_extension wants PyInit_<file name>; a kernel's module may be named otherwise
+    # (loaded by torch.ops.load_library), so any defined PyInit_* export counts here.
+    exports_pyinit = False
+    for section in elf.iter_sections():
+        if isinstance(section, SymbolTableSection) and section.name == ".dynsym":
+            if section.num_symbols() > most:
+                raise _Unreadable(f".dynsym declares {section.num_symbols()} symbols, more than the file can hold")
+            for sym in section.iter_symbols():
+                if (
+                    sym.name.startswith("PyInit_")
+                    and sym["st_shndx"] != "SHN_UNDEF"
+                    and sym["st_info"]["type"] == "STT_FUNC"
+                ):
+                    exports_pyinit = True
+    return cpu, needed, exports_pyinit
 
 
 @cache
