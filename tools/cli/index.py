@@ -1,5 +1,7 @@
 """``python -m tools.cli.index WHEELHOUSE``: write a static PEP 503 index with PEP 658 metadata and per-torch
-sub-indexes for the wheels in a folder (``tools.kernelwheel.index.writer`` says what it writes, and in which order)."""
+sub-indexes for the wheels in a folder (``tools.kernelwheel.index.writer`` says what it writes, and in which order).
+Exit status: 0 indexed; 1 a bad wheel (all listed), a bad state file or a write that failed (one ``error:`` line,
+the index already in place unchanged)."""
 
 from __future__ import annotations
 
