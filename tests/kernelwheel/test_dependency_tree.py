@@ -44,7 +44,7 @@ def test_dependency_converted_and_required(hf_env: Path, hub_repos: HubRepos, tm
     build = "_relu_plus_abc1234"  # the build's unique id, as kernels imports it
     assert f"{build}/__init__.py" in wheel.files and f"{build}/metadata.json" in wheel.files
     entry = wheel.files["relu_plus/__init__.py"].decode()
-    assert "use_kernel_deps" in entry and "{'testorg/relu': 'relu'}" in entry
+    assert "use_kernel_deps" in entry and "dependencies={'testorg/relu': 'relu'}" in entry
 
     # Installed by name from --find-links into a fresh venv that has torch and kernels, the pair runs.
     farm = package_farm(tmp_path / "farm", "kernels")

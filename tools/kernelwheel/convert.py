@@ -34,11 +34,12 @@ from rich.markup import escape
 from tools.kernelwheel import elf, lockfile, wheelfile
 from tools.kernelwheel.console import activity
 from tools.kernelwheel.digests import load_digest_cache, save_digest_cache, verify_digest
+from tools.kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
+from tools.kernelwheel.entry_runtime import SKIP_ARCH_CHECK
 from tools.kernelwheel.errors import InvalidVariant, ToolError
 from tools.kernelwheel.kernel_depends import (
     ConvertedKernel,
     dependency_requirements,
-    entry_module,
     imports_kernels,
     kernels_requirement,
     parse_kernel_info,
@@ -135,8 +136,13 @@ def _build_facts(metadata: Mapping[str, Any]) -> list[str]:
         archs = backend.get("archs")
         if isinstance(archs, list) and archs:
             listed = ", ".join(str(a) for a in archs)
-            facts.append(f"- Backend `{backend.get('type', '?')}`, compiled for architectures {listed}: on a GPU "
-                         "outside this list the op fails with a \"no kernel image\" error at its first call.")
+            if backend.get("type") in CHECKED_BACKENDS and isinstance(metadata.get("id"), str):
+                facts.append(f"- Backend `{backend['type']}`, compiled for architectures {listed}: importing it on a "
+                             "GPU outside this list raises an ImportError that says so (kernels' check; "
+                             f"`{SKIP_ARCH_CHECK}=1` skips it).")
+            else:
+                facts.append(f"- Backend `{backend.get('type', '?')}`, compiled for architectures {listed}: on a GPU "
+                             "outside this list the op fails with a \"no kernel image\" error at its first call.")
     minver = metadata.get("kernels-minver")
     if isinstance(minver, str):
         facts.append(f"- Loading it through `kernels` needs kernels >= {minver}.")
@@ -187,9 +193,12 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
 
     info = parse_kernel_info(files["metadata.json"].read_bytes(), where) if metadata.get("kernel-depends") else None
     dependencies = info.dependencies if info is not None else ()
-    # A kernel with dependencies installs its build under its unique id, and an entry package named after the kernel
-    # that loads it the way kernels does (kernel_depends); any other build is the package itself.
-    build_package = info.build_id if dependencies and info is not None else package
+    archs = checked_archs(metadata, variant.depends_backend) if variant.arch is not None else ()
+    # A build with dependencies, or GPU archs to check, installs under its unique id behind an entry package named
+    # after the kernel that does what kernels does before importing it (entry_runtime); any other build is the
+    # package itself.
+    build_id = info.build_id if info is not None else usable_build_id(metadata, package)
+    build_package = build_id if build_id is not None and (dependencies or archs) else package
     payload = {f"{build_package}/{rel[len(prefix):]}": p for rel, p in files.items() if rel.startswith(prefix)}
     elfs = []
     for arcname, path in sorted(payload.items()):
@@ -214,11 +223,10 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
         noarch_backend=backend_of(variant) if per_backend else None,
     )
     requires = _requirements(variant, metadata, where, options)
-    entry: dict[str, bytes] = {}
+    packages: dict[str, str] = {}
     if dependencies and info is not None:
         needed, packages = dependency_requirements(variant, info, source.dependencies, where)
         requires += [*needed, kernels_requirement(info.kernels_minver, has_dependencies=True)]
-        entry[f"{package}/__init__.py"] = entry_module(kernel, package, build_package, packages)
     elif imports_kernels([p.read_bytes() for arc, p in payload.items() if arc.endswith(".py")]):
         minver = metadata.get("kernels-minver")
         requires.append(kernels_requirement(minver if isinstance(minver, str) else None, has_dependencies=False))
@@ -233,7 +241,9 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
         raw["license"] = metadata["license"]
     contents: dict[str, wheelfile.Source] = dict(payload)  # streamed from disk when the wheel is written
     contents.update(signed.wheel_files(build_package, payload))  # metadata.json + its bundle beside the build
-    contents.update(entry)
+    if build_package != package:
+        entry = Entry(build_package, kernel, str(variant), variant.depends_backend, archs, packages)
+        contents[f"{package}/__init__.py"] = entry_source(entry)
     return WheelContents(name=name, metadata=raw, files=contents, root_is_purelib=not elfs)
 
 

@@ -1,0 +1,51 @@
+"""tools.kernelwheel.entry: a build with GPU archs to check is installed behind an entry package (pip, fresh venv)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.helpers import kernel_repos
+from tests.helpers.venvs import fresh_venv, package_farm
+from tools.kernelwheel.convert import Options, convert
+from tools.kernelwheel.sources import local_source
+from tools.kernelwheel.wheelfile import read_wheel
+
+CUDA_VARIANT = "torch-stable-abi210-cu130-x86_64-linux"
+
+
+def _archs_repo(tmp_path: Path, so_cache: Path, archs: list[str]) -> Path:
+    repo = tmp_path / "img2gray"
+    vdir = kernel_repos.flat_variant(repo / "build", CUDA_VARIANT, so_cache)
+    meta = json.loads((vdir / "metadata.json").read_text())
+    meta["backend"]["archs"] = archs
+    (vdir / "metadata.json").write_text(json.dumps(meta))
+    return repo
+
+
+def test_wheel_with_archs_installs_behind_an_entry(tmp_path: Path, so_cache: Path) -> None:
+    repo = _archs_repo(tmp_path, so_cache, ["8.0", "9.0"])
+    report = convert(local_source(repo), Options(out_dir=tmp_path / "out"))
+    assert not report.skipped, report.skipped
+    ((variant, path),) = report.converted
+    assert variant == CUDA_VARIANT
+    wheel = read_wheel(path)
+    build = "_img2gray_cuda_abc1234"  # metadata.json's id
+    assert f"{build}/_ops.py" in wheel.files and f"{build}/metadata.json" in wheel.files
+    entry = wheel.files["img2gray/__init__.py"].decode()
+    assert "archs=['8.0', '9.0']" in entry and f"build={build!r}" in entry and "dependencies={}" in entry
+    assert "ImportError that says so" in str(wheel.metadata.get("description"))
+
+    # Installed by pip and imported: no GPU here, so the check has nothing to compare and the build loads by name.
+    venv = fresh_venv(tmp_path / "venv", share_site_packages_of=package_farm(tmp_path / "farm", "torch"))
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-deps", str(path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    script = ("import sys, torch, img2gray, img2gray._ops as ops\n"
+              "print(img2gray.img2gray(torch.ones(1, 3, 1, 1)).flatten().tolist())\n"
+              f"print(img2gray is sys.modules[{build!r}], ops is sys.modules[{build!r} + '._ops'])")
+    ran = subprocess.run([str(venv / "bin" / "python"), "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.splitlines()[-1] == "True True"
+    assert abs(float(ran.stdout.splitlines()[0].strip("[]")) - 1.0) < 1e-6

@@ -1,0 +1,111 @@
+"""What a hub2wheel wheel runs when its kernel is imported, for builds that need something done first.
+
+kernels does two things before it imports a build that a plain ``import`` of the build's files cannot: it checks
+``backend.archs`` against the GPU (``kernels.archs``: a clear error instead of CUDA's "no kernel image" at the first
+call), and it imports a build that has ``kernel-depends`` inside ``kernels.deps.use_kernel_deps`` so that
+``kernels.get_kernel_dep`` answers. For such builds the wheel installs the build's files unchanged as the package
+named by the build's unique ``id`` (the module name kernels imports it under), and an entry package under the kernel's
+own name whose ``__init__.py`` is this file followed by one ``load(...)`` call (``tools.kernelwheel.entry``). The
+entry then stands for the build: ``import <kernel>`` and ``<kernel>.<submodule>`` are the build's own modules.
+
+This file is copied into wheels, so it needs only the standard library (torch and kernels are imported when used).
+The CUDA rule is kernels 0.17.2's, checked against ``kernels.archs`` in tests/kernelwheel/test_entry.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+
+SKIP_ARCH_CHECK = "HUB2WHEEL_SKIP_ARCH_CHECK"
+
+
+def cuda_arch_supports(arch: str, capability: tuple[int, int]) -> bool | None:
+    """Whether a declared CUDA arch (``9.0``, ``9.0a``, ``10.0f``, ``8.0+PTX``) runs on ``capability``; None for a
+    string in no known format."""
+    ptx = arch.endswith("+PTX")
+    arch = arch.removesuffix("+PTX")
+    suffix = arch[-1] if arch.endswith(("a", "f")) else ""
+    major_text, dot, minor_text = arch.removesuffix(suffix).partition(".")
+    if not dot or not major_text.isdigit() or not minor_text.isdigit():
+        return None
+    built = (int(major_text), int(minor_text))
+    if suffix == "a":  # architecture-specific: that capability only
+        return capability == built
+    if ptx and not suffix:  # PTX is compiled for the device at load: any newer capability too
+        return capability >= built
+    return capability[0] == built[0] and capability[1] >= built[1]  # same generation, same or newer minor
+
+
+def supports_cuda_capability(archs: Sequence[str], capability: tuple[int, int]) -> bool:
+    """Any declared arch runs on ``capability``; archs in no known format cannot be judged and are allowed."""
+    verdicts = [cuda_arch_supports(arch, capability) for arch in archs]
+    return all(v is None for v in verdicts) or any(verdicts)
+
+
+def device_problem(backend: str, archs: Sequence[str]) -> str | None:
+    """Why the current GPU cannot run a build for ``archs``, or None (no GPU, no torch, not checkable, fine)."""
+    if not archs or backend not in ("cuda", "rocm") or os.environ.get(SKIP_ARCH_CHECK, "") not in ("", "0"):
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    if backend == "cuda" and torch.version.cuda is not None:
+        major, minor = torch.cuda.get_device_capability()
+        if not supports_cuda_capability(archs, (major, minor)):
+            return f"this GPU has CUDA capability {major}.{minor}"
+    if backend == "rocm" and getattr(torch.version, "hip", None) is not None:
+        gcn = str(torch.cuda.get_device_properties(torch.cuda.current_device()).gcnArchName).split(":")[0]
+        if gcn not in archs:
+            return f"this GPU is {gcn}"
+    return None
+
+
+class _BuildSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``<entry>.x`` is ``<build>.x``: one module object, never a second copy of the build's files."""
+
+    def __init__(self, entry: str, build: str) -> None:
+        self.entry, self.build = entry, build
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname.startswith(self.entry + "."):
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return importlib.import_module(self.build + spec.name[len(self.entry):])
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass
+
+
+def load(entry: str, *, build: str, kernel: str, variant: str, backend: str, archs: Sequence[str],
+         dependencies: Mapping[str, str]) -> ModuleType:
+    """Check the GPU, import the build (inside ``use_kernel_deps`` when it has dependencies), stand for it."""
+    problem = device_problem(backend, archs)
+    if problem is not None:
+        raise ImportError(
+            f"{kernel} ({variant}) does not support the current device: {problem}, and the build is compiled for "
+            f"{', '.join(archs)}; install the build for this GPU, or set {SKIP_ARCH_CHECK}=1 if the declared "
+            "architectures are incomplete (the kernel may then fail at run time)"
+        )
+    if dependencies:
+        from kernels.deps import use_kernel_deps
+
+        with use_kernel_deps({repo: importlib.import_module(name) for repo, name in dependencies.items()}):
+            module = importlib.import_module(build)
+    else:
+        module = importlib.import_module(build)
+    sys.meta_path.insert(0, _BuildSubmodules(entry, build))  # before the path finder, which would load a copy
+    sys.modules[entry] = module
+    return module
