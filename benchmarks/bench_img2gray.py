@@ -97,18 +97,36 @@ def time_single(fn: Callable[[], object], repeats: int = REPEATS) -> float:
 
 
 def time_stream(fn: Callable[[torch.Tensor], object], inputs: list[torch.Tensor], calls: int = 200) -> float:
-    for image in inputs:
+    """Milliseconds per call of `calls` back-to-back calls over rotated inputs, between two CUDA events."""
+    for image in inputs[:4]:
         fn(image)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    results = []
-    for _ in range(5):
-        start.record()
-        for i in range(calls):
-            fn(inputs[i % len(inputs)])
-        end.record()
-        end.synchronize()
-        results.append(start.elapsed_time(end) / calls)
-    return statistics.median(results)
+    start.record()
+    for i in range(calls):
+        fn(inputs[i % len(inputs)])
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / calls
+
+
+def interleaved(blocks: dict[str, Callable[[], float]], rounds: int = 7) -> dict[str, float]:
+    """Median of each timed block over rounds that take every contender in turn: clock ramps and neighbours'
+    load then fall on all contenders alike (one run took its first row's contenders at a lower GPU clock)."""
+    samples: dict[str, list[float]] = {name: [] for name in blocks}
+    for _ in range(rounds):
+        for name, block in blocks.items():
+            samples[name].append(block())
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def warm_gpu(seconds: float = 0.5) -> None:
+    """Large copies until the GPU's clocks have ramped up (it idles at 345 MHz SM between runs)."""
+    src = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    begin = time.perf_counter()
+    while time.perf_counter() - begin < seconds:
+        dst.copy_(src)
+        torch.cuda.synchronize()
 
 
 def load_variant(folder: Path) -> ModuleType:
@@ -257,10 +275,11 @@ def gpu_rows() -> tuple[list[Row], dict[str, str]]:
             count = max(2, L2_ROTATE_BYTES // in_bytes)
             inputs = [random_image(shape, dtype, "cuda") for _ in range(count)]
             srcs = [torch.empty(row.bytes_moved // 2, dtype=torch.uint8, device="cuda") for _ in range(count)]
-            row.ms["copy"] = time_stream(lambda s, dst=copy_dst: dst.copy_(s), srcs)
+            blocks = {"copy": lambda dst=copy_dst, srcs=srcs: time_stream(lambda s: dst.copy_(s), srcs)}
             for name, fn in named.items():
-                row.ms[name] = time_stream(fn, inputs)
-            del inputs, srcs
+                blocks[name] = lambda fn=fn, inputs=inputs: time_stream(fn, inputs)
+            row.ms.update(interleaved(blocks))
+            del inputs, srcs, blocks
         rows.append(row)
         print(f"  measured {label} {row.dtype} {mode}", file=sys.stderr, flush=True)
         del image, copy_src, copy_dst
@@ -281,7 +300,7 @@ def small_frame_rows() -> list[Row]:
         out = torch.empty(shape[:-1], dtype=torch.uint8, device="cuda")
         named: dict[str, Callable] = {
             "img2gray(out=)": lambda image: img2gray.img2gray(image, out=out),
-            "op.out": lambda image: torch.ops.img2gray.img2gray.out(image, out=out),
+            "op.out": lambda image, op=torch.ops.img2gray.img2gray.out: op(image, out=out),
         }
         if NPP is not None:
             npp = NPP.bind(shape)
@@ -293,9 +312,11 @@ def small_frame_rows() -> list[Row]:
         row = Row(label, "uint8", "stream out=", in_bytes + in_bytes // 3, reference="img2gray(out=)")
         srcs = [torch.empty(row.bytes_moved // 2, dtype=torch.uint8, device="cuda") for _ in range(len(inputs))]
         dst = torch.empty_like(srcs[0])
-        row.ms["copy"] = time_stream(lambda s, dst=dst: dst.copy_(s), srcs)
+        blocks = {"copy": lambda dst=dst, srcs=srcs: time_stream(lambda s: dst.copy_(s), srcs)}
         for name, fn in named.items():
-            row.ms[name] = time_stream(fn, inputs)
+            blocks[name] = lambda fn=fn, inputs=inputs: time_stream(fn, inputs)
+        warm_gpu()
+        row.ms.update(interleaved(blocks))
         rows.append(row)
         del inputs, srcs
         torch.cuda.empty_cache()
@@ -307,20 +328,16 @@ def pipeline(frame: torch.Tensor) -> torch.Tensor:
     return img2gray.img2gray(frame).float().mul_(1 / 255)
 
 
-def time_graph(graph: torch.cuda.CUDAGraph, frames: int, replays: int = 50) -> float:
+def time_graph(graph: torch.cuda.CUDAGraph, frames: int, replays: int = 20) -> float:
     """Milliseconds per frame of back-to-back replays of a graph that processes `frames` frames."""
-    for _ in range(3):
-        graph.replay()
+    graph.replay()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    results = []
-    for _ in range(5):
-        start.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        results.append(start.elapsed_time(end) / (replays * frames))
-    return statistics.median(results)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / (replays * frames)
 
 
 def capture(body: Callable[[], object]) -> torch.cuda.CUDAGraph:
@@ -361,35 +378,44 @@ def graph_rows() -> list[Row]:
         torch.cuda.synchronize()
         if not all(torch.equal(x, e) for x, e in zip(floats, expected)):
             raise SystemExit(f"graph replay of the img2gray pipeline differs from eager on {label}")
-        row.ms["graph: img2gray pipeline"] = time_graph(graph, count)
         gray_only = capture(lambda: [img2gray.img2gray(f, out=g) for f, g in zip(frames, grays)])
-        row.ms["graph: img2gray only"] = time_graph(gray_only, count)
-        row.ms["eager pipeline"] = time_stream(pipeline, frames)
         for f in frames[:2]:
             compiled(f)
         if not torch.equal(compiled(frames[0]).clone(), expected[0]):
             raise SystemExit(f"torch.compile(mode='reduce-overhead') of the pipeline differs on {label}")
-        row.ms["torch.compile reduce-overhead"] = time_stream(lambda f: compiled(f), frames)
+        blocks: dict[str, Callable[[], float]] = {
+            "graph: img2gray pipeline": lambda graph=graph: time_graph(graph, count),
+            "graph: img2gray only": lambda gray_only=gray_only: time_graph(gray_only, count),
+            "eager pipeline": lambda frames=frames: time_stream(pipeline, frames),
+            "torch.compile reduce-overhead": lambda frames=frames: time_stream(compiled, frames),
+        }
         if NPP is not None:
             npp_eager = NPP.bind(shape)
 
-            def npp_pipeline(f: torch.Tensor) -> torch.Tensor:
+            def npp_pipeline(f: torch.Tensor, npp_eager: Callable = npp_eager) -> torch.Tensor:
                 return npp_eager(f, torch.empty(f.shape[:-1], dtype=torch.uint8, device=f.device)).float().mul_(1 / 255)
 
-            row.ms["NPP eager pipeline"] = time_stream(npp_pipeline, frames)
+            blocks["NPP eager pipeline"] = lambda frames=frames, fn=npp_pipeline: time_stream(fn, frames)
             try:
-                def npp_graph_body() -> None:
+                def npp_graph_body(frames: list = frames, grays: list = grays, floats: list = floats) -> None:
                     npp = NPP.bind(shape)  # the capture stream's context
                     for f, g, x in zip(frames, grays, floats):
                         npp(f, g)
                         torch.mul(g, 1 / 255, out=x)
 
                 npp_graph = capture(npp_graph_body)
-                row.ms["graph: NPP pipeline"] = time_graph(npp_graph, count)
-                npp_gray_only = capture(lambda: [NPP.bind(shape)(f, g) for f, g in zip(frames, grays)])
-                row.ms["graph: NPP only"] = time_graph(npp_gray_only, count)
+                npp_gray_only = capture(lambda frames=frames, grays=grays: [NPP.bind(shape)(f, g)
+                                                                            for f, g in zip(frames, grays)])
+                npp_gray_only.replay()
+                torch.cuda.synchronize()
+                if (grays[0].int() - img2gray.img2gray(frames[0]).int()).abs().max().item() > 1:
+                    raise RuntimeError("NPP replayed from a CUDA graph gave other values")
+                blocks["graph: NPP pipeline"] = lambda g=npp_graph: time_graph(g, count)
+                blocks["graph: NPP only"] = lambda g=npp_gray_only: time_graph(g, count)
             except RuntimeError as exc:
                 print(f"  NPP in a CUDA graph: {exc}", file=sys.stderr)
+        warm_gpu()
+        row.ms.update(interleaved(blocks))
         rows.append(row)
         print(f"  measured {label} graph rows", file=sys.stderr, flush=True)
     return rows
@@ -406,7 +432,7 @@ def host_overhead_rows(device: str) -> list[Row]:
         "img2gray(out=)": lambda x: img2gray.img2gray(x, out=out),
         **{n: bld.img2gray for n, bld in OTHER_BUILDS.items()},
         "op.default": torch.ops.img2gray.img2gray.default,
-        "op.out": lambda x: torch.ops.img2gray.img2gray.out(x, out=out),
+        "op.out": lambda x, op=torch.ops.img2gray.img2gray.out: op(x, out=out),
         **{f"{n} op.default": bld._ops.ops.img2gray.default for n, bld in OTHER_BUILDS.items()},
         "torch.add": lambda x: torch.add(a, b),
         "torch.empty": lambda x: torch.empty(8, 8, dtype=torch.uint8, device=device),
@@ -419,20 +445,21 @@ def host_overhead_rows(device: str) -> list[Row]:
         npp = NPP.bind(tuple(image.shape))
         named["NPP into out"] = lambda x: npp(x, out)
     row = Row("8x8 per call", "uint8", f"host {device}", 0)
-    for name, fn in named.items():
-        samples = []
-        for _ in range(7):
-            for _ in range(100):
-                fn(image)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(2000):
-                fn(image)
-            samples.append((time.perf_counter() - start) / 2000 * 1e3)
-            if device == "cuda":
-                torch.cuda.synchronize()
-        row.ms[name] = statistics.median(samples)
+
+    def block(fn: Callable) -> float:
+        for _ in range(100):
+            fn(image)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(2000):
+            fn(image)
+        elapsed = (time.perf_counter() - start) / 2000 * 1e3
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return elapsed
+
+    row.ms.update(interleaved({name: lambda fn=fn: block(fn) for name, fn in named.items()}))
     row.ms["copy"] = row.ms["img2gray"]  # no copy baseline for overhead rows
     return [row]
 

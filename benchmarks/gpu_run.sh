@@ -24,26 +24,39 @@ fi
 test_build() {  # $1: stable or classic, $2: its site folder; everything into $OUT/tests-$1.txt
   PYTHONPATH=$2 python3 -m img2gray samples/chelsea.png "/tmp/chelsea-gray-$1.png" 2>&1 | tail -3 | tee "$OUT/tests-$1.txt"
   python3 -m pytest -q -p no:cacheprovider --img2gray-site "$2" tests/test_ops.py tests/test_ops_cuda.py 2>&1 \
-    | tee -a "$OUT/tests-$1.txt" | grep -E "^(FAILED|ERROR)|passed|failed" | tail -12
+    | tee -a "$OUT/tests-$1.txt" | grep -E "^(FAILED|ERROR)|passed|failed|Fatal" | tail -12
+  if grep -q "Fatal Python error" "$OUT/tests-$1.txt"; then  # where it crashed, for the notes
+    cuda-gdb -batch -ex run -ex bt --args python3 -c "import sys; sys.path.insert(0, '$2'); import torch, img2gray
+img2gray.img2gray(torch.zeros(4, 4, 4, dtype=torch.uint8))" 2>&1 | grep -E "^#|signal|Error" | head -30 | tee -a "$OUT/tests-$1.txt"
+  fi
   PYTHONPATH=$2 compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/sanitize_shapes.py 2>&1 \
     | tail -4 | tee -a "$OUT/tests-$1.txt"
 }
-case ",$PHASE," in *,all,*|*,classic,*)
-  python3 benchmarks/build_classic_here.py /tmp/classic/site > "$OUT/build-classic.txt" 2>&1 &
+build_classic() {  # the real build (CMake via pip, as `make wheel`), else torch.utils.cpp_extension
+  if IMG2GRAY_ABI=classic TORCH_CUDA_ARCH_LIST=9.0 timeout 300 python3 -m pip wheel -q --no-build-isolation --no-deps \
+       -w /tmp/classic-whl . && python3 -m pip install -q --no-deps --no-index --target /tmp/classic/site /tmp/classic-whl/*.whl; then
+    echo "classic wheel built with CMake: $(ls /tmp/classic-whl)"
+  else
+    echo "CMake build failed; building with torch.utils.cpp_extension"
+    python3 benchmarks/build_classic_here.py /tmp/classic/site
+  fi
+}
+case ",$PHASE," in *,classic,*)
+  build_classic > "$OUT/build-classic.txt" 2>&1 &
   BUILD=$! ;;
 esac
 for phase in ${PHASE//,/ }; do
   echo "== $phase"
   case $phase in
-    stable) test_build stable /tmp/site-stable ;;
+    stable) timeout 200 bash -c "$(declare -f test_build); OUT=$OUT test_build stable /tmp/site-stable" ;;
     classic)
-      if wait "$BUILD"; then tail -1 "$OUT/build-classic.txt"; test_build classic /tmp/classic/site
+      if wait "$BUILD"; then tail -1 "$OUT/build-classic.txt"; timeout 200 bash -c "$(declare -f test_build); OUT=$OUT test_build classic /tmp/classic/site"
       else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
     variants)
       PYTHONPATH=/tmp/site-stable python3 benchmarks/check_variants.py "$GPU"/variants/* 2>&1 | tee "$OUT/variants.txt" ;;
     bench)
-      PYTHONPATH=/tmp/site-stable python3 benchmarks/bench_img2gray.py ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 \
-        | tee "$OUT/bench.txt" ;;
+      PYTHONPATH=/tmp/site-stable timeout 300 python3 benchmarks/bench_img2gray.py ${BENCH_ARGS:-} --json "$OUT/bench.json" \
+        2>&1 | tee "$OUT/bench.txt" ;;
     all) echo "all = stable,bench,classic" ;;
   esac
 done
