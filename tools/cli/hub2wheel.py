@@ -1,7 +1,9 @@
 """``python -m tools.hub2wheel``: repackage every build variant of a Hub kernel (or a local ``build/``) as wheels.
 
 The work is ``tools.kernelwheel.convert``; where the ``build/`` tree comes from is ``tools.kernelwheel.sources``.
-Wheel paths go to stdout, progress and errors to stderr; the exit code is 1 when nothing was converted.
+Wheel paths go to stdout, progress and errors to stderr. Exit codes (EXIT_CODES in the epilog): 0 every selected
+variant converted, 1 nothing converted or a fatal error, 2 a usage error, 3 some converted and some failed,
+130 Ctrl-C, 143 SIGTERM; stale temporaries of killed runs in --out are removed first (``atomic``).
 """
 
 from __future__ import annotations
@@ -10,15 +12,22 @@ import argparse
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
 from rich.console import Console
 
 from tools.kernelwheel import hub
-from tools.kernelwheel.console import activity, make_console, print_error, print_skipped, print_warning
+from tools.kernelwheel.atomic import (
+    Terminated,
+    check_writable_directory,
+    sigterm_exits,
+    stale_temporary_owner,
+    sweep_stale_temporaries,
+)
+from tools.kernelwheel.console import activity, make_console, print_error, print_skipped, print_step, print_warning
 from tools.kernelwheel.convert import Options, Report, Source
 from tools.kernelwheel.dependency_tree import convert_with_dependencies
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.kernel_depends import Dependency
+from tools.kernelwheel.naming import parse_version, validate_kernel_name
 from tools.kernelwheel.selection import VariantFilter
 from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments
 from tools.kernelwheel.sources import dependency_source, hub_source, local_source, lock_sources
@@ -40,7 +49,17 @@ examples:
   # a local checkout holding build/
   python -m tools.hub2wheel ./img2gray --kernel-version 0.1.0
 then: pip install --find-links wheelhouse img2gray-cu130
+
+exit codes:
+  0    every selected variant became a wheel (variants for another OS, outside --variant, or duplicates are
+       skipped with the reason and do not count)
+  1    no wheel written: nothing converted, or a fatal error (unknown repo or revision, bad lock file, --out not
+       a writable folder)
+  2    usage error (bad arguments)
+  3    some wheels written, and some variants failed (bad input or an I/O error such as ENOSPC): see "skipped"
+  130  interrupted (Ctrl-C); 143 terminated (SIGTERM): no partial file is left either way
 """
+EXIT_OK, EXIT_NOTHING, EXIT_SOME_FAILED, EXIT_INTERRUPTED = 0, 1, 3, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,7 +113,9 @@ def _print_report(report: Report, console: Console) -> None:
     for name, reason in report.skipped:
         print_skipped(console, name, reason)
     unchanged = f" ({len(report.unchanged)} already up to date)" if report.unchanged else ""
-    console.print(f"{len(report.converted)} wheel(s) written{unchanged}, {len(report.skipped)} variant(s) skipped")
+    failed = f" ({len(report.failed)} failed)" if report.failed else ""
+    console.print(f"{len(report.converted)} wheel(s) written{unchanged}, {len(report.skipped)} variant(s) "
+                  f"skipped{failed}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,9 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.source and not args.lock:
         parser.error("give a SOURCE (org/name or a directory) or --lock kernels.lock")
     try:
-        kernel_version = Version(args.kernel_version) if args.kernel_version else None
-    except InvalidVersion:
-        parser.error(f"--kernel-version {args.kernel_version!r} is not a PEP 440 version")
+        kernel_version = parse_version(args.kernel_version, "--kernel-version") if args.kernel_version else None
+        if args.dist_name is not None:
+            validate_kernel_name(args.dist_name)
+    except ToolError as exc:
+        parser.error(str(exc))
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
@@ -117,27 +140,42 @@ def main(argv: Sequence[str] | None = None) -> int:
                           require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
     total = Report()
     try:
-        options.signatures.validate()
-        with activity(console):  # one progress display for every download and wheel of the run
-            settings = hub.HubSettings.from_env()
-            trust = TrustPolicy(trust_all=args.trust_remote_code, repo_ids=frozenset(args.trust_repo))
-
-            def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
-                return dependency_source(settings, dependency, variant_globs=args.variant, trust=trust,
-                                         console=console)
-
-            total = convert_with_dependencies(_sources(args, parser, settings, trust, console), options, resolve,
-                                              console)
+        with sigterm_exits():
+            total = _run(args, parser, options, console)
     except ToolError as exc:
         print_error(console, exc)
-        return 1
+        return EXIT_NOTHING
     except KeyboardInterrupt:  # every temporary is gone by now (convert waits for its workers to clean up)
         print_error(console, f"interrupted; wheels already in {args.out} are complete, nothing partial was left")
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated as exc:
+        print_error(console, f"terminated (SIGTERM); wheels already in {args.out} are complete, nothing partial was "
+                             "left")
+        return int(exc.code or 1)
     for _, path in total.converted:
         print(path)
     _print_report(total, console)
-    return 0 if total.converted else 1
+    if not total.converted:
+        return EXIT_NOTHING
+    return EXIT_SOME_FAILED if total.failed else EXIT_OK
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, options: Options, console: Console) -> Report:
+    check_writable_directory(args.out, "--out")
+    for stale in sweep_stale_temporaries(args.out):
+        print_step(console, f"removed {stale.name} from {args.out}: a temporary left by process "
+                            f"{stale_temporary_owner(stale.name)}, which is gone")
+    options.signatures.validate()
+    with activity(console):  # one progress display for every download and wheel of the run
+        settings = hub.HubSettings.from_env()
+        trust = TrustPolicy(trust_all=args.trust_remote_code, repo_ids=frozenset(args.trust_repo))
+
+        def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
+            return dependency_source(settings, dependency, variant_globs=args.variant, trust=trust,
+                                     console=console)
+
+        return convert_with_dependencies(_sources(args, parser, settings, trust, console), options, resolve,
+                                         console)
 
 
 if __name__ == "__main__":

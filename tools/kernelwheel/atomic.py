@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from tools.kernelwheel.errors import OutputNotWritable
+
 # mkstemp/mkdtemp add 8 characters from this alphabet between prefix and suffix.
 _TEMPORARY = re.compile(r"^\.(?P<final>.+)\.(?P<pid>[1-9][0-9]{0,9})\.[a-z0-9_]{8}\.part$")
 TEMPORARY_SUFFIX = ".part"
@@ -56,6 +58,35 @@ def temporary_directory(parent: Path, label: str) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def check_writable_directory(path: Path, what: str = "output folder") -> None:
+    """Refuse, in one line and before any work, an output folder that cannot take new files: a file, a path below a
+    file, a name component over NAME_MAX, a dangling symlink, or a folder (``path`` or, when it does not exist yet,
+    its nearest existing ancestor) that refuses a new entry. Nothing is created: a probe folder is made and removed,
+    since permission bits say nothing for root or on a read-only mount."""
+    for part in path.parts:
+        if len(os.fsencode(part)) > 255:
+            raise OutputNotWritable(f"{what} {str(path)[:60]}...: the name {part[:40]!r}... is over 255 bytes")
+    existing = path
+    try:
+        while not existing.exists():
+            if os.path.lexists(existing):
+                raise OutputNotWritable(f"{what} {path}: {existing} is a dangling symbolic link")
+            if existing.parent == existing:
+                break
+            existing = existing.parent
+        is_dir = existing.is_dir()
+    except OSError as exc:  # ELOOP, ENAMETOOLONG for the whole path, EACCES on a parent
+        raise OutputNotWritable(f"{what} {path}: {exc.strerror or exc}") from None
+    if not is_dir:
+        where = "exists and is not a folder" if existing == path else f"{existing} above it is a file, not a folder"
+        raise OutputNotWritable(f"{what} {path}: {where}")
+    try:
+        with temporary_directory(existing, "probe"):
+            pass
+    except OSError as exc:
+        raise OutputNotWritable(f"{what} {path}: {existing} cannot be written into: {exc.strerror or exc}") from None
 
 
 def write_atomic(path: Path, data: bytes) -> bool:

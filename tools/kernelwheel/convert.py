@@ -8,14 +8,18 @@ A bad variant is reported with its reason and never stops the others:
 * ``metadata.json.sigstore`` verifies over metadata.json before it is parsed (``signatures``; an unsigned variant
   warns, or is skipped under ``require_signature``), and the bundle ships beside metadata.json in the package;
 * ``metadata.json``'s per-file digests (``digests``) and the ``kernels.lock`` hash (``lockfile``) match, when present;
-* every ``.so`` is ELF for the variant's CPU; tags come from those files (``elf``);
+* every file that is ELF by its magic (whatever its name) and every ``*.so`` is ELF for the variant's CPU, and a noarch
+  variant holds none; tags come from those files (``elf``);
 * there is a Python package: ``build/<v>/__init__.py`` (flat layout) or ``build/<v>/<pkg>/__init__.py`` (nested).
 
 Names, versions and requirements come from ``naming``; the archive from ``wheelfile`` (reproducible, atomic).
+A skip caused by bad input or an I/O error (ENOSPC, EFBIG, EACCES, ...) has a ``FailureReason``: the command's
+exit code tells it from a variant that is merely not for this run (another OS, ``--variant``, a duplicate).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Mapping
@@ -27,7 +31,7 @@ from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from rich.console import Console
 from rich.markup import escape
 
@@ -36,7 +40,7 @@ from tools.kernelwheel.console import activity
 from tools.kernelwheel.digests import load_digest_cache, save_digest_cache, verify_digest
 from tools.kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
 from tools.kernelwheel.entry_runtime import SKIP_ARCH_CHECK
-from tools.kernelwheel.errors import InvalidVariant, ToolError
+from tools.kernelwheel.errors import InvalidVariant, InvalidWheelName, ToolError
 from tools.kernelwheel.kernel_depends import (
     ConvertedKernel,
     dependency_requirements,
@@ -45,7 +49,7 @@ from tools.kernelwheel.kernel_depends import (
     parse_kernel_info,
 )
 from tools.kernelwheel.layout import collect_files, find_package, read_metadata
-from tools.kernelwheel.naming import WheelName, framework_requirement_for, wheel_name_for
+from tools.kernelwheel.naming import WheelName, framework_requirement_for, parse_version, wheel_name_for
 from tools.kernelwheel.noarch import backend_of, plan_noarch
 from tools.kernelwheel.python_depends import depends_requirements, read_depends
 from tools.kernelwheel.selection import VariantFilter, select_variants
@@ -82,11 +86,29 @@ class Options:
     digest_cache: Path | None = None  # file digests kept between runs (digests.save_digest_cache): reruns hash nothing
 
 
+class FailureReason(str):
+    """A skip reason that is a failure (bad input, an I/O error), not a variant outside this run. A ``str``, so every
+    report that copies reasons (``dependency_tree``) keeps the distinction."""
+
+
+def _failure(where: str, exc: ToolError | OSError) -> FailureReason:
+    if isinstance(exc, OSError):
+        code = errno.errorcode.get(exc.errno or 0, "")
+        target = f" ({exc.filename})" if exc.filename else ""
+        return FailureReason(f"{where}: {exc.strerror or exc}{f' [{code}]' if code else ''}{target}")
+    return FailureReason(str(exc))
+
+
 @dataclass
 class Report:
     converted: list[tuple[str, Path]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)  # variants whose wheel was already there, byte for byte
+
+    @property
+    def failed(self) -> list[str]:
+        """The skipped variants whose reason is a failure (``FailureReason``)."""
+        return [name for name, reason in self.skipped if isinstance(reason, FailureReason)]
 
 
 def _requirements(variant: Variant, metadata: Mapping[str, Any], where: str, options: Options) -> list[Requirement]:
@@ -122,9 +144,9 @@ def _metadata_version(metadata: Mapping[str, Any], where: str) -> Version | None
     if value is None:
         return None
     try:
-        return Version(str(value))
-    except InvalidVersion:
-        raise InvalidVariant(f"{where}/metadata.json: version {value!r} is not a PEP 440 version") from None
+        return parse_version(value, "version")
+    except InvalidWheelName as exc:
+        raise InvalidVariant(f"{where}/metadata.json: {exc}") from None
 
 
 def _build_facts(metadata: Mapping[str, Any]) -> list[str]:
@@ -202,7 +224,7 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
     payload = {f"{build_package}/{rel[len(prefix):]}": p for rel, p in files.items() if rel.startswith(prefix)}
     elfs = []
     for arcname, path in sorted(payload.items()):
-        if arcname.endswith(".so") or ".so." in arcname:
+        if elf.looks_like_shared_object(arcname) or elf.has_elf_magic(path):  # by content: any name may hide one
             elfs.append(elf.read_elf(Path(os.path.realpath(path)), display=f"{where}/{arcname[len(package)+1:]}"))
     if elfs and variant.arch is None:
         raise InvalidVariant(f"{where}: a noarch variant must not contain compiled files ({elfs[0].path})")
@@ -259,15 +281,15 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
     console = console or Console(stderr=True, highlight=False, soft_wrap=True)
     report = Report()
     if not source.build_dir.is_dir():
-        report.skipped.append(("build/", f"{source.label} has no build/ directory"))
+        report.skipped.append(("build/", FailureReason(f"{source.label} has no build/ directory")))
         return report
     names = [p.name for p in source.build_dir.iterdir() if p.is_dir() or p.is_symlink()]
     if source.locks is not None:
         for missing in sorted(set(source.locks) - set(names)):
-            report.skipped.append((missing, f"locked in kernels.lock but absent from {source.label}"))
+            report.skipped.append((missing, FailureReason(f"locked in kernels.lock but absent from {source.label}")))
         names = [n for n in names if n in source.locks]
     selection = select_variants(names, options.variants)
-    report.skipped.extend((r.name, r.reason) for r in selection.rejected)
+    report.skipped.extend((r.name, FailureReason(r.reason) if r.invalid else r.reason) for r in selection.rejected)
     noarch = plan_noarch(source.build_dir, selection.accepted, source.trusted_roots)
     for variant, same in sorted(noarch.same_as.items(), key=lambda item: str(item[0])):
         report.skipped.append((str(variant), f"the same build as {same} (same files and dependencies): "
@@ -304,8 +326,8 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
             for variant, future in [(v, pool.submit(check, v)) for v in accepted]:
                 try:
                     checked[str(variant)] = future.result()
-                except ToolError as exc:
-                    report.skipped.append((str(variant), str(exc)))
+                except (ToolError, OSError) as exc:  # OSError: a file that cannot be read (EACCES, EIO, ...)
+                    report.skipped.append((str(variant), _failure(f"build/{variant}", exc)))
                 task.advance(files=1)
             # 2. Two variants giving one wheel: the first one in order keeps it.
             claimed: dict[str, str] = {}
@@ -313,8 +335,8 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
                 filename = contents.name.filename
                 if filename in claimed:
                     del checked[variant_name]
-                    report.skipped.append((variant_name, f"build/{variant_name}: gives the same wheel as "
-                                           f"{claimed[filename]} ({filename})"))
+                    report.skipped.append((variant_name, FailureReason(f"build/{variant_name}: gives the same wheel "
+                                                                       f"as {claimed[filename]} ({filename})")))
                 else:
                     claimed[filename] = variant_name
             total = sum(_payload_bytes(c) for c in checked.values())
@@ -325,8 +347,8 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
             for variant_name, pending in writes:
                 try:
                     written = pending.result()
-                except ToolError as exc:
-                    report.skipped.append((variant_name, str(exc)))
+                except (ToolError, OSError) as exc:  # OSError: ENOSPC, EFBIG, EISDIR, ... (nothing partial is left)
+                    report.skipped.append((variant_name, _failure(f"build/{variant_name}: writing its wheel", exc)))
                     continue
                 finally:
                     task.advance(files=1)

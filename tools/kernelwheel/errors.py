@@ -27,6 +27,10 @@ class InvalidWheel(ToolError, ValueError):
     """A wheel file that is not what this project writes (bad METADATA, missing files)."""
 
 
+class OutputNotWritable(ToolError):
+    """An output folder that is a file, lies below a file, cannot be created, or cannot be written into."""
+
+
 class InvalidVariant(ToolError, ValueError):
     """A build variant whose files cannot go into a wheel or onto the Hub (unsafe path, non-ELF ``.so``, no Python
     package, no ``metadata.json`` digest)."""
