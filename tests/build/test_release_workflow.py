@@ -486,7 +486,8 @@ def test_publish_job_runs_on_tags_after_tests_and_builds() -> None:
     count = re.search(r'test "\$\{#wheels\[@\]\}" -eq (\d+)', step_running(publish, "twine check")["run"])
     assert count and int(count.group(1)) == len(matrix_entries(workflow["jobs"]["build"]))
 
-    upload_step = step_running(publish, "twine upload")
+    upload_step = step_running(publish, "-m tools.cli.upload")
+    assert "--skip-existing" in upload_step["run"] and "--non-interactive" in upload_step["run"]
     assert upload_step["env"] == {name: f"${{{{ secrets.{name} }}}}"
                                   for name in ("TWINE_REPOSITORY_URL", "TWINE_USERNAME", "TWINE_PASSWORD")}
     assert "gh release create" in step_running(publish, "gh release create")["run"]

@@ -25,6 +25,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--repository-url", help="the index's upload URL, e.g. http://127.0.0.1:8080/ (pypiserver)")
     parser.add_argument("-u", "--username", help="passed to twine; the password comes from TWINE_PASSWORD")
     parser.add_argument("--check-only", action="store_true", help="validate the wheels, upload nothing")
+    parser.add_argument("--skip-existing", action="store_true",
+                        help="twine's --skip-existing: files the index already has are not an error (re-runs)")
+    parser.add_argument("--non-interactive", action="store_true",
+                        help="twine's --non-interactive: never prompt for a password (CI)")
     return parser
 
 
@@ -38,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if not args.repository_url:
             raise ToolError("--repository-url is required to upload (or pass --check-only)")
-        wheels = upload(args.wheels, args.repository_url, username=args.username)
+        wheels = upload(args.wheels, args.repository_url, username=args.username, skip_existing=args.skip_existing,
+                        non_interactive=args.non_interactive)
     except ToolError as exc:
         print_error(console, exc)
         return 1

@@ -48,11 +48,13 @@ def check_wheels(paths: Sequence[Path]) -> list[IndexedWheel]:
     return checked
 
 
-def twine_upload_argv(paths: Sequence[Path], repository_url: str, username: str | None) -> list[str]:
+def twine_upload_argv(paths: Sequence[Path], repository_url: str, username: str | None, *,
+                      skip_existing: bool = False, non_interactive: bool = False) -> list[str]:
     """``python -m twine upload`` for ``paths``; the password is left to twine (``TWINE_PASSWORD``, its prompt)."""
     user = ["--username", username] if username else []
-    return [sys.executable, "-m", "twine", "upload", "--disable-progress-bar", "--repository-url", repository_url,
-            *user, *map(str, paths)]  # fmt: skip
+    flags = [*(["--skip-existing"] if skip_existing else []), *(["--non-interactive"] if non_interactive else [])]
+    return [sys.executable, "-m", "twine", "upload", "--disable-progress-bar", *flags, "--repository-url",
+            repository_url, *user, *map(str, paths)]  # fmt: skip
 
 
 def upload(
@@ -61,6 +63,8 @@ def upload(
     *,
     username: str | None = None,
     env: Mapping[str, str] | None = None,
+    skip_existing: bool = False,
+    non_interactive: bool = False,
 ) -> list[IndexedWheel]:
     """Validate every wheel (``check_wheels``), then ``twine upload`` them all; ``PublishFailed`` when twine fails
     (its own output, on the terminal, says why)."""
@@ -71,7 +75,9 @@ def upload(
             "in TWINE_PASSWORD instead (a URL ends up in logs and shell history)"
         )
     wheels = check_wheels(paths)
-    result = subprocess.run(twine_upload_argv(paths, repository_url, username), env=env, check=False)
+    argv = twine_upload_argv(paths, repository_url, username, skip_existing=skip_existing,
+                             non_interactive=non_interactive)
+    result = subprocess.run(argv, env=env, check=False)
     if result.returncode != 0:
         raise PublishFailed(
             f"twine upload to {repository_url} failed (exit {result.returncode}); its output above says why"
