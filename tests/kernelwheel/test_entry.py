@@ -49,3 +49,25 @@ def test_wheel_with_archs_installs_behind_an_entry(tmp_path: Path, so_cache: Pat
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert ran.stdout.splitlines()[-1] == "True True"
     assert abs(float(ran.stdout.splitlines()[0].strip("[]")) - 1.0) < 1e-6
+
+
+def test_two_backends_behind_one_entry_refuse_to_import(tmp_path: Path, so_cache: Path) -> None:
+    repo = _archs_repo(tmp_path, so_cache, ["9.0"])
+    rocm = kernel_repos.flat_variant(repo / "build", "torch212-cxx11-rocm71-x86_64-linux", so_cache)
+    meta = json.loads((rocm / "metadata.json").read_text())
+    meta["backend"]["archs"] = ["gfx942"]
+    (rocm / "metadata.json").write_text(json.dumps(meta))
+    report = convert(local_source(repo), Options(out_dir=tmp_path / "out"))
+    assert len(report.converted) == 2, report.skipped
+    venv = fresh_venv(tmp_path / "venv", share_site_packages_of=package_farm(tmp_path / "farm", "torch"))
+    for _, path in report.converted:
+        done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-deps",
+                               str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+    ran = subprocess.run([str(venv / "bin" / "python"), "-c", "import img2gray"], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert ran.returncode == 1
+    assert ran.stderr.strip().splitlines()[-1] == (
+        "ImportError: img2gray-cu130 and img2gray-rocm71 are all installed, and each is a build of img2gray with the "
+        "package img2gray: the one imported would be whichever was installed last. Repair with: pip uninstall -y "
+        "img2gray-cu130 img2gray-rocm71 && pip install <the one you want>")

@@ -70,6 +70,20 @@ def device_problem(backend: str, archs: Sequence[str]) -> str | None:
     return None
 
 
+def sharing_distributions(entry_file: str, package: str) -> list[str]:
+    """The installed distributions whose RECORD holds ``<package>/__init__.py`` in this entry's site folder: two
+    backend wheels of one kernel (``relu-cu130``, ``relu-cpu``) share the entry file, and the second install replaced
+    the first's (CuPy's duplicate-installation check, as img2gray's own package does)."""
+    import importlib.metadata
+
+    site = os.path.dirname(os.path.dirname(os.path.abspath(entry_file)))
+    owners = set()
+    for dist in importlib.metadata.distributions(path=[site]):
+        if any(str(f).replace("\\", "/") == f"{package}/__init__.py" for f in dist.files or ()):
+            owners.add(str(dist.metadata["Name"]))
+    return sorted(owners)
+
+
 class _BuildSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """``<entry>.x`` is ``<build>.x``: one module object, never a second copy of the build's files."""
 
@@ -89,9 +103,17 @@ class _BuildSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def load(entry: str, *, build: str, kernel: str, variant: str, backend: str, archs: Sequence[str],
-         dependencies: Mapping[str, str]) -> ModuleType:
-    """Check the GPU, import the build (inside ``use_kernel_deps`` when it has dependencies), stand for it."""
+def load(entry: str, *, entry_file: str, build: str, kernel: str, variant: str, backend: str,
+         archs: Sequence[str], dependencies: Mapping[str, str]) -> ModuleType:
+    """Refuse a folder two builds share, check the GPU, import the build (inside ``use_kernel_deps`` when it has
+    dependencies), and stand for it."""
+    owners = sharing_distributions(entry_file, entry)
+    if len(owners) > 1:
+        raise ImportError(
+            f"{' and '.join(owners)} are all installed, and each is a build of {kernel} with the package {entry}: "
+            f"the one imported would be whichever was installed last. Repair with: pip uninstall -y "
+            f"{' '.join(owners)} && pip install <the one you want>"
+        )
     problem = device_problem(backend, archs)
     if problem is not None:
         raise ImportError(
