@@ -2,8 +2,10 @@
 
 Every row (image size × dtype × thread count) runs in a fresh Python process, so no earlier row's threads or
 worker pools (torch.compile starts inductor's) share the machine with it. Within a row the contenders are timed
-round-robin, one call each per round, after two warm-up rounds; each cell is the median over the rounds (the
-JSON also has each best call, and the 1-minute load average: on a shared machine other processes' load shows):
+round-robin after two warm-up rounds; per round each contender makes two calls on the same input and the second
+is timed, so no contender inherits a cache that another one filled. Each cell is the median over the rounds (the
+JSON also has each best call, page faults per call, and the 1-minute load average: on a shared machine other
+processes' load shows):
 
 * img2gray: the op as users call it (allocates its output) and with ``out=`` (no allocation);
 * OpenCV ``cv2.cvtColor(COLOR_RGB2GRAY)``, likewise with and without ``dst=`` (opencv-python-headless; optional:
@@ -24,6 +26,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -105,15 +108,19 @@ def measure_row(size: str, dtype_name: str, threads: int) -> dict[str, Any]:
     if dtype != torch.uint8:
         rounds = rounds * 2 // 3
     times: dict[str, list[float]] = {name: [] for name in contenders}
+    faults = dict.fromkeys(contenders, 0)  # minor page faults: fresh pages for an output cost time too
     for index in range(rounds + 2):
         for name, fn in contenders.items():
-            if name == "eager torch" and index >= 12:  # 30-100x slower than the rest; 10 timed calls suffice
+            if name == "eager torch" and index >= 8:  # 30-100x slower than the rest; 6 timed calls suffice
                 continue
+            fn()  # untimed: every timed call finds the caches as its own previous call left them
+            faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             fn()
             elapsed = time.perf_counter() - start
             if index >= 2:
                 times[name].append(elapsed)
+                faults[name] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
     ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
     best_ms = {name: min(values) * 1e3 for name, values in times.items()}
     return {
@@ -123,6 +130,7 @@ def measure_row(size: str, dtype_name: str, threads: int) -> dict[str, Any]:
         "bytes": total,
         "ms": ms,
         "best_ms": best_ms,
+        "page_faults_per_call": {name: faults[name] / len(values) for name, values in times.items()},
         "load_average": os.getloadavg()[0],
         "opencv": cv2.__version__ if cv2 is not None else None,
     }
