@@ -8,6 +8,7 @@ import pytest
 from rich.console import Console
 
 from tools.kernelwheel.console import (
+    activity,
     make_console,
     print_error,
     print_skipped,
@@ -79,3 +80,30 @@ def test_progress_is_enabled_on_a_terminal() -> None:
         progress.refresh()
     assert not progress.disable
     assert "writing [b]" in buffer.getvalue() and "2/2" in buffer.getvalue()
+
+
+def test_activity_off_a_terminal_prints_only_summaries() -> None:
+    console, buffer = _console()
+    with activity(console) as outer:
+        task = outer.task("fetching", "org/[x]@v1", files_total=3)
+        task.update(files_done=1, bytes_done=10, bytes_total=30)
+        task.advance(files=2, nbytes=20)
+        with activity(console) as inner:  # a nested user gets the same display
+            assert inner is outer
+        task.finish("3 files, 0.0 MiB downloaded")
+    assert not outer.progress.live.is_started
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fetching org/[x]@v1: 3 files, 0.0 MiB downloaded in ")
+    assert lines[0].endswith(" s")
+
+
+def test_activity_on_a_terminal_shows_files_and_bytes() -> None:
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=120)
+    with activity(console) as display:
+        task = display.task("writing", "org/k", files_total=10, bytes_total=8 << 20)
+        task.advance(files=3, nbytes=4 << 20)
+        display.progress.refresh()
+        task.finish()
+    shown = buffer.getvalue()
+    assert "writing" in shown and "org/k" in shown and "3/10 files" in shown and "4.2/8.4 MB" in shown

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from huggingface_hub import HfApi, cached_assets_path, snapshot_download
+from huggingface_hub import constants as hf_constants
 from huggingface_hub.errors import (
     EntryNotFoundError,
     HfHubHTTPError,
@@ -41,6 +42,7 @@ from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFo
 
 REPO_TYPES = ("kernel", "model")
 DOWNLOAD_WORKERS = 8  # files snapshot_download fetches at once (its own default)
+DOWNLOAD_CHUNK = 1 << 20  # bytes huggingface_hub reads from a response at a time (see _download)
 # Never fetched: byte code someone committed along with a build.
 IGNORE_PATTERNS = ("*.pyc", "__pycache__/*", "*/__pycache__/*")
 _VERSION_REF = re.compile(r"^v(\d+(?:\.\d+)*)$")
@@ -243,6 +245,10 @@ def _progress_class(on_file: ProgressCallback | None, on_bytes: BytesProgressCal
 def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str, patterns: list[str],
               on_file: ProgressCallback | None, max_workers: int,
               on_bytes: BytesProgressCallback | None = None) -> Path:
+    # huggingface_hub reads each response in DOWNLOAD_CHUNK_SIZE (10 MiB) pieces, and httpx keeps two or three of
+    # them per connection: 8 downloads of large files held ~280 MB. 1 MiB pieces hold ~60 MB at the same speed
+    # (benchmarks/NOTES.md). The constant is read at every download, so setting it here is enough.
+    hf_constants.DOWNLOAD_CHUNK_SIZE = min(hf_constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_CHUNK)
     return Path(
         snapshot_download(
             repo_id,
