@@ -47,7 +47,15 @@ void convert_typed(const void* rgb, void* gray, int64_t begin, int64_t end) {
 // lines are not read first (a quarter of a uint8 call's traffic) and do not evict the input. From 256 KiB of
 // output a range moves 1 MiB or more, past what a core's L2 keeps anyway; smaller ranges (small images, or an
 // image split over many threads) stay in cache for whatever reads them next.
-constexpr int64_t kStreamBytes = int64_t{1} << 18;
+// IMG2GRAY_CPU_STREAM_BYTES=N (read at load) moves the threshold: tests set 0 to run every shape through the
+// streaming paths, benchmarks compare thresholds.
+int64_t stream_bytes() {
+  const char* value = std::getenv("IMG2GRAY_CPU_STREAM_BYTES");
+  char* end = nullptr;
+  const long long bytes = value != nullptr ? std::strtoll(value, &end, 10) : -1;
+  return value != nullptr && *value != '\0' && *end == '\0' && bytes >= 0 ? bytes : int64_t{1} << 18;
+}
+const int64_t kStreamBytes = stream_bytes();
 
 template <typename T>
 using SimdPath = void (*)(const T* rgb, T* gray, int64_t count, bool stream);

@@ -1,8 +1,8 @@
 """The CPU kernel's paths (csrc/cpu_x86.h, picked at load time from the CPU's instruction sets).
 
 Each check runs in this process on the path the CPU gets by default (AVX-512 VBMI / AVX-512F where present), and
-again in a fresh process for each narrower path (IMG2GRAY_CPU_ISA=avx2, =scalar), so every path is checked on a
-machine that has them all: results against Pillow (uint8, all 2^24 triples) and the documented fp32 formula
+again in a fresh process for each narrower path (IMG2GRAY_CPU_ISA=avx2, =scalar) and with streaming stores for
+every size (IMG2GRAY_CPU_STREAM_BYTES=0), so every path is checked on a machine that has them all: results against Pillow (uint8, all 2^24 triples) and the documented fp32 formula
 (float32, bit for bit); odd widths, tiny images and misaligned input and output pointers (no byte outside the
 output written); sizes on both sides of the streaming-store threshold; strided input; any thread count.
 """
@@ -138,13 +138,19 @@ def test_default_path(name: str) -> None:
     CHECKS[name]()
 
 
-@pytest.mark.parametrize("isa", ["avx2", "scalar"])
-def test_narrower_path_in_a_fresh_process(isa: str) -> None:
-    """IMG2GRAY_CPU_ISA is read once, when the op library loads: hence a fresh interpreter per path."""
+@pytest.mark.parametrize(
+    "settings",
+    [{"IMG2GRAY_CPU_ISA": "avx2"}, {"IMG2GRAY_CPU_ISA": "scalar"},
+     # streaming stores for every range, however small: their aligned-head and tail code on every odd shape
+     {"IMG2GRAY_CPU_STREAM_BYTES": "0"}, {"IMG2GRAY_CPU_ISA": "avx2", "IMG2GRAY_CPU_STREAM_BYTES": "0"}],
+    ids=lambda settings: ",".join(f"{key}={value}" for key, value in settings.items()),
+)
+def test_other_paths_in_a_fresh_process(settings: dict[str, str]) -> None:
+    """The settings are read once, when the op library loads: hence a fresh interpreter per path."""
     site = Path(img2gray.__file__).resolve().parent.parent  # the build under test (--img2gray-site or installed)
-    env = {**os.environ, "IMG2GRAY_CPU_ISA": isa,
+    env = {**os.environ, **settings,
            "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", "from tests.test_ops_cpu import run_all_checks; run_all_checks()"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, f"IMG2GRAY_CPU_ISA={isa}:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"{settings}:\n{done.stderr[-3000:]}"
     assert "all CPU checks passed" in done.stdout
