@@ -1,0 +1,295 @@
+"""Issue J, the hub2wheel side: hostile build/ trees and arguments through the real ``python -m tools.hub2wheel``.
+
+Every case the attack found (a traceback that aborted the run, a wrong acceptance, a stray temporary) is a variant
+of one fixture tree here, next to one good variant: each bad one is skipped with its one-line reason, the good one
+still converts, the exit code says some failed (3), no traceback is printed and nothing but the good wheel is left.
+Arguments (--out, --dist-name, --kernel-version), full disks and file-size limits, and signals mid-write are the
+other tests. The unit-level checks are in tests/kernelwheel/ (test_variants, test_layout, test_naming, test_elf,
+test_python_depends, test_atomic)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import resource
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from tests.helpers import kernel_repos
+from tools.kernelwheel.atomic import stale_temporary_owner
+
+REPO = Path(__file__).resolve().parents[2]
+GOOD = "torch213-cxx11-cpu-x86_64-linux"
+GOOD_WHEEL = "img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
+SO = "_img2gray_cpu_abc1234.abi3.so"
+
+
+def _hub2wheel(args: list[str], env_home: Path, timeout: float = 120,
+               preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HOME": str(env_home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "tools.hub2wheel", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=preexec)
+
+
+def _skips(stderr: str) -> dict[str, str]:
+    """``{variant: reason}`` from the ``skipped <variant>: <reason>`` lines."""
+    return dict(line.removeprefix("skipped ").split(": ", 1) for line in stderr.splitlines()
+                if line.startswith("skipped "))
+
+
+def _aarch64(so: bytes) -> bytes:
+    """The same ELF file claiming e_machine EM_AARCH64 (183): what the CPU check reads."""
+    return so[:18] + struct.pack("<H", 183) + so[20:]
+
+
+def endless_version_needs(so: bytes) -> bytes:
+    """A damaged ``.gnu.version_r``: 2**32-1 entries declared, each pointing back at the first (vn_next = 0).
+    pyelftools walks it for ever (200,000 entries take ~7 s); the fuzzing of issue J hung on such a file."""
+    elf = ELFFile(io.BytesIO(so))
+    index = next(i for i, s in enumerate(elf.iter_sections()) if s["sh_type"] == "SHT_GNU_verneed")
+    header = elf["e_shoff"] + index * elf["e_shentsize"]
+    data = bytearray(so)
+    data[header + 44 : header + 48] = struct.pack("<I", 0xFFFFFFFF)  # Elf64_Shdr.sh_info: the number of entries
+    offset = elf.get_section(index)["sh_offset"]
+    data[offset + 12 : offset + 16] = struct.pack("<I", 0)  # Elf64_Verneed.vn_next
+    return bytes(data)
+
+
+def _variant(build: Path, name: str, so_cache: Path, *, meta: Mapping[str, object] | None = None,
+             raw_meta: bytes | None = None, files: Mapping[bytes, bytes] = {}) -> Path:
+    """A good flat variant, then ``files`` added (raw byte names), metadata.json updated with ``meta`` (digest
+    recomputed by kernels' own Digest.hash_variant where the names allow it) or replaced by ``raw_meta``."""
+    staging = build.parent / "staging"
+    made = kernel_repos.flat_variant(staging, "torch-cpu" if name == "torch-cpu" else GOOD, so_cache,
+                                     with_digest=False)
+    folder = made.rename(build / name)
+    for raw_name, data in files.items():
+        with open(os.fsencode(folder) + b"/" + raw_name, "wb") as fh:
+            fh.write(data)
+    document = json.loads((folder / "metadata.json").read_text())
+    document.update(meta or {})
+    if all(n.decode("utf-8", "replace").isprintable() and b"\xff" not in n for n in files):
+        digest = kernel_repos.kernel_builder_digest(folder)
+        if isinstance(document.get("digest"), dict):  # a case that damages the digest itself
+            digest["files"].update(document["digest"]["files"])
+        document["digest"] = digest
+    (folder / "metadata.json").write_bytes(raw_meta if raw_meta is not None else json.dumps(document).encode())
+    return folder
+
+
+# variant → (how it is made, what its one-line reason says). Distinct torch minors give distinct wheels.
+def _cases(so: bytes) -> dict[str, tuple[dict[str, object], str]]:
+    deep_field = json.dumps({"name": "img2gray", "version": 1, "backend": {"type": "cpu", "archs": "@"}})
+    return {
+        # tracebacks before (each aborted the whole run)
+        "torch２１３-cxx11-cpu-x86_64-linux": ({}, "holds '２' (U+FF12): variant names are ASCII"),
+        os.fsdecode(b"torch213-cxx11-cpu-x86_64-\xfflinux"): ({}, "holds '\\udcff' (U+DCFF): variant names are ASCII"),
+        "torch210-cxx11-cpu-x86_64-linux": ({"meta": {"name": "a" * 300}}, "shorten the kernel name"),
+        "torch211-cxx11-cpu-x86_64-linux": ({"meta": {"version": "1." + ".".join(["0"] * 150)}},
+                                            "shorten the kernel name (--dist-name) or the version"),
+        "torch212-cxx11-cpu-x86_64-linux": ({"files": {b"bad\xff.txt": b"x"}},
+                                            "file name 'bad\\udcff.txt' holds bytes that are not UTF-8"),
+        "torch214-cxx11-cpu-x86_64-linux": ({"raw_meta": b"[" * 100_000 + b"]" * 100_000},
+                                            "metadata.json: nested deeper than 32 levels"),
+        "torch215-cxx11-cpu-x86_64-linux": ({"raw_meta": deep_field.replace('"@"', "[" * 5000 + "]" * 5000).encode()},
+                                            "metadata.json: nested deeper than 32 levels"),
+        "torch216-cxx11-cpu-x86_64-linux": ({"meta": {"python-depends": 123}}, "python-depends must be a list"),
+        "torch217-cxx11-cpu-x86_64-linux": ({"meta": {"digest": {"files": {"_ops.py": 1}}}},
+                                            "digest of _ops.py must be a base64 string, got 1"),
+        "torch218-cxx11-cpu-x86_64-linux": ({"meta": {"digest": {"files": {"_ops.py": []}}}},
+                                            "digest of _ops.py must be a base64 string, got []"),
+        "torch219-cxx11-cpu-x86_64-linux": ({"meta": {"digest": {"files": {"_ops.py": None}}}},
+                                            "digest of _ops.py must be a base64 string, got None"),
+        "torch220-cxx11-cpu-x86_64-linux": ({"files": {SO.encode(): endless_version_needs(so)}},
+                                            f"{SO}: unreadable ELF file: more symbol-version entries than"),
+        "torch221-cxx11-cpu-x86_64-linux": ({"files": {b"helper.bin": b"\x7fELF" + bytes(range(256)) * 4}},
+                                            "helper.bin: unreadable ELF file"),
+        "torch222-cxx11-cpu-x86_64-linux": ({}, "writing its wheel: Is a directory [EISDIR]"),
+        # wrong acceptances before
+        "torch223-cxx11-cpu-x86_64-linux": ({"meta": {"python-depends": "numpy"}}, "got 'numpy'"),
+        "torch224-cxx11-cpu-x86_64-linux": ({"meta": {"python-depends": [None, 1]}}, "got [None, 1]"),
+        "torch225-cxx11-cpu-x86_64-linux": ({"meta": {"python-depends": {"numpy": 1}}}, "got {'numpy': 1}"),
+        "torch226-cxx11-cpu-x86_64-linux": ({"meta": {"python-depends": ["torch==2.1"]}},
+                                            "'torch==2.1' pins torch; the framework requirement comes from"),
+        "torch227-cxx11-cpu-x86_64-linux": ({"meta": {"license": {"text": "MIT"}}},
+                                            "'license' must be a string, got dict {'text': 'MIT'}"),
+        "torch-cpu": ({"files": {b"_ops.bin": so}}, "a noarch variant must not contain compiled files "
+                                                    "(build/torch-cpu/_ops.bin)"),
+        "torch228-cxx11-cpu-x86_64-linux": ({"files": {b"helper": _aarch64(so)}}, "helper is built for aarch64, not "
+                                                                                  "x86_64"),
+        "torch229-cxx11-cpu-x86_64-linux": ({"files": {"a\u2028b.py".encode(): b"x = 1\n"}},
+                                            "file name 'a\\u2028b.py' holds a line separator"),
+    }
+
+
+@pytest.fixture(scope="module")
+def hostile_repo(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> tuple[Path, dict[str, str]]:
+    root = tmp_path_factory.mktemp("hostile") / "img2gray"
+    build = root / "build"
+    kernel_repos.flat_variant(build, GOOD, so_cache)
+    so = (build / GOOD / SO).read_bytes()
+    expected: dict[str, str] = {}
+    for name, (how, reason) in _cases(so).items():
+        _variant(build, name, so_cache, **how)  # type: ignore[arg-type]
+        expected[name if name.isprintable() and "\udcff" not in name else ascii(name)] = reason
+    return root, expected
+
+
+def test_every_hostile_variant_is_skipped_with_its_reason_and_the_good_one_converts(
+        hostile_repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    repo, expected = hostile_repo
+    out = tmp_path / "out"
+    (out / "img2gray_cpu-1+torch2.22-cp39-abi3-manylinux_2_17_x86_64.whl").mkdir(parents=True)  # wheel path: a dir
+    started = time.monotonic()
+    run = _hub2wheel([str(repo), "--out", str(out), "--allow-unknown-deps", "--jobs", "2"], tmp_path / "hf")
+    assert time.monotonic() - started < 60  # the endless .gnu.version_r no longer hangs
+    assert run.returncode == 3, run.stderr  # some converted, some failed
+    assert "Traceback" not in run.stderr
+    assert run.stdout.split() == [str(out / GOOD_WHEEL)]
+    skipped = _skips(run.stderr)
+    assert set(skipped) == set(expected)
+    for variant, reason in expected.items():
+        assert reason in skipped[variant], (variant, skipped[variant])
+    summary = f"1 wheel(s) written, {len(expected)} variant(s) skipped ({len(expected)} failed)"
+    assert run.stderr.splitlines()[-1] == summary
+    # nothing but the good wheel (and the folder in the way) is left: no temporary, no partial wheel
+    assert sorted(os.listdir(out)) == sorted([GOOD_WHEEL, "img2gray_cpu-1+torch2.22-cp39-abi3-manylinux_2_17_x86_64.whl"])
+
+
+def test_name_arguments_too_long_or_invalid(flat_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = _hub2wheel([str(flat_repo), "--out", str(out), "--dist-name", "k" * 300, "--variant", GOOD], tmp_path)
+    assert run.returncode == 1 and "Traceback" not in run.stderr  # nothing converted
+    assert f"skipped {GOOD}: wheel filename 'kkkk" in run.stderr and "shorten the kernel name" in run.stderr
+    assert not out.exists()  # nothing written, not even the folder
+    for args, message in [(["--dist-name", "fóo"], "kernel name 'fóo' is not a valid distribution name"),
+                          (["--dist-name", "img2gray\n"], "is not a valid distribution name"),
+                          (["--kernel-version", "1" * 5000], "--kernel-version '1111"),
+                          (["--kernel-version", "1." + ".".join(["0"] * 150)], None)]:
+        run = _hub2wheel([str(flat_repo), "--out", str(out), "--variant", GOOD, *args], tmp_path)
+        assert "Traceback" not in run.stderr
+        if message is None:  # a valid but long version: refused per variant, before writing
+            assert run.returncode == 1 and "shorten the kernel name" in run.stderr
+        else:
+            assert run.returncode == 2 and message in run.stderr  # a usage error
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("case", ["a file", "below a file", "unwritable", "name too long"])
+def test_an_out_folder_that_cannot_take_wheels_is_one_line_and_exit_1(flat_repo: Path, tmp_path: Path,
+                                                                       case: str) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("not a folder\n")
+    out, message = {
+        "a file": (a_file, "exists and is not a folder"),
+        "below a file": (a_file / "wheels", f"{a_file} above it is a file, not a folder"),
+        "unwritable": (Path("/proc/wheels"), "/proc cannot be written into"),  # refuses root too
+        "name too long": (tmp_path / ("w" * 300), "is over 255 bytes"),
+    }[case]
+    run = _hub2wheel([str(flat_repo), "--out", str(out), "--variant", GOOD], tmp_path / "hf")
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.startswith("error: --out ") and message in run.stderr and "Traceback" not in run.stderr
+    assert len(run.stderr.splitlines()) == 1
+    assert a_file.read_text() == "not a folder\n"
+
+
+@pytest.fixture(scope="module")
+def big_repo(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Path:
+    """The good variant, a second one holding a 48 MiB file (a wheel write that takes a while), and torch-cpu."""
+    root = tmp_path_factory.mktemp("big") / "img2gray"
+    build = root / "build"
+    kernel_repos.flat_variant(build, GOOD, so_cache)
+    kernel_repos.flat_variant(build, "torch-cpu", so_cache)
+    big = kernel_repos.flat_variant(build, "torch212-cxx11-cpu-x86_64-linux", so_cache, with_digest=False)
+    # base64 text: deflates (so the write is not a plain copy) but not to nothing
+    (big / "weights.txt").write_bytes(base64.b64encode(os.urandom(36 * 1024 * 1024)))
+    return root
+
+
+def test_a_file_size_limit_skips_that_variant_and_keeps_the_others(big_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    limit = 4 * 1024 * 1024  # RLIMIT_FSIZE: every write past 4 MiB fails with EFBIG
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    run = _hub2wheel([str(big_repo), "--out", str(out)], tmp_path / "hf", preexec=limit_file_size)
+    assert run.returncode == 3 and "Traceback" not in run.stderr, run.stderr
+    reason = _skips(run.stderr)["torch212-cxx11-cpu-x86_64-linux"]
+    assert reason.startswith("build/torch212-cxx11-cpu-x86_64-linux: writing its wheel: File too large [EFBIG]")
+    assert sorted(os.listdir(out)) == sorted([GOOD_WHEEL, "img2gray-1-py3-none-any.whl"])  # no temporary left
+
+
+def test_a_full_disk_skips_that_variant_and_leaves_nothing_partial(big_repo: Path, tmp_path: Path) -> None:
+    # A 1 MiB tmpfs as --out, mounted in a private user+mount namespace (no privilege needed, gone afterwards).
+    if shutil.which("unshare") is None or subprocess.run(
+            ["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unprivileged user namespaces are not available here (the EFBIG test covers the same path)")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    script = (f"mount -t tmpfs -o size=1m tmpfs {out} && {sys.executable} -m tools.hub2wheel {big_repo} --out {out}; "
+              f"echo rc=$?; ls -A {out}")
+    run = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    lines = run.stdout.splitlines()
+    rc = next(line for line in lines if line.startswith("rc="))
+    assert rc == "rc=3", run.stderr
+    reason = _skips(run.stderr)["torch212-cxx11-cpu-x86_64-linux"]
+    assert "writing its wheel: No space left on device [ENOSPC]" in reason
+    assert sorted(lines[lines.index(rc) + 1:]) == sorted([GOOD_WHEEL, "img2gray-1-py3-none-any.whl"])
+
+
+def _start_and_catch_mid_write(big_repo: Path, out: Path, home: Path) -> subprocess.Popen[str]:
+    """Start a run and stop it (SIGSTOP) the moment a temporary wheel file exists in ``out``."""
+    env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    run = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", str(big_repo), "--out", str(out),
+                            "--variant", "torch212-*"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        names = os.listdir(out) if out.is_dir() else []
+        if any(n.startswith(".img2gray") and stale_temporary_owner(n) == run.pid for n in names):
+            run.send_signal(signal.SIGSTOP)
+            return run
+        time.sleep(0.001)
+    run.kill()
+    raise AssertionError(f"no temporary appeared in {out}: {run.communicate()}")
+
+
+def test_sigkill_mid_write_leftovers_are_removed_by_the_next_run(big_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = _start_and_catch_mid_write(big_repo, out, tmp_path / "hf")
+    run.kill()
+    run.communicate(timeout=30)
+    left = sorted(os.listdir(out))
+    assert left and all(stale_temporary_owner(n) == run.pid for n in left)  # .<wheel>.<pid>.*.part, .wheel.<pid>…
+    (out / "unrelated.part").write_text("not ours")  # not of the tool's pattern: never touched
+    rerun = _hub2wheel([str(big_repo), "--out", str(out), "--variant", GOOD], tmp_path / "hf")
+    assert rerun.returncode == 0, rerun.stderr
+    for name in left:
+        assert f"removed {name} from {out}: a temporary left by process {run.pid}, which is gone" in rerun.stderr
+    assert sorted(os.listdir(out)) == [GOOD_WHEEL, "unrelated.part"]
+
+
+def test_sigterm_mid_write_removes_its_temporaries(big_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = _start_and_catch_mid_write(big_repo, out, tmp_path / "hf")
+    run.send_signal(signal.SIGTERM)
+    run.send_signal(signal.SIGCONT)
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode == 143 and "Traceback" not in stderr, stderr
+    assert "error: terminated (SIGTERM)" in stderr
+    assert os.listdir(out) == []  # no .part file, no staging folder, no partial wheel
