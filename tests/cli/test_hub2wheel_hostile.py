@@ -10,13 +10,11 @@ test_python_depends, test_atomic)."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 import os
 import resource
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -24,9 +22,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
-from elftools.elf.elffile import ELFFile
 
 from tests.helpers import kernel_repos
+from tests.helpers.elf import as_aarch64, endless_version_needs
 from tools.kernelwheel.atomic import stale_temporary_owner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,24 +44,6 @@ def _skips(stderr: str) -> dict[str, str]:
     """``{variant: reason}`` from the ``skipped <variant>: <reason>`` lines."""
     return dict(line.removeprefix("skipped ").split(": ", 1) for line in stderr.splitlines()
                 if line.startswith("skipped "))
-
-
-def _aarch64(so: bytes) -> bytes:
-    """The same ELF file claiming e_machine EM_AARCH64 (183): what the CPU check reads."""
-    return so[:18] + struct.pack("<H", 183) + so[20:]
-
-
-def endless_version_needs(so: bytes) -> bytes:
-    """A damaged ``.gnu.version_r``: 2**32-1 entries declared, each pointing back at the first (vn_next = 0).
-    pyelftools walks it for ever (200,000 entries take ~7 s); the fuzzing of issue J hung on such a file."""
-    elf = ELFFile(io.BytesIO(so))
-    index = next(i for i, s in enumerate(elf.iter_sections()) if s["sh_type"] == "SHT_GNU_verneed")
-    header = elf["e_shoff"] + index * elf["e_shentsize"]
-    data = bytearray(so)
-    data[header + 44 : header + 48] = struct.pack("<I", 0xFFFFFFFF)  # Elf64_Shdr.sh_info: the number of entries
-    offset = elf.get_section(index)["sh_offset"]
-    data[offset + 12 : offset + 16] = struct.pack("<I", 0)  # Elf64_Verneed.vn_next
-    return bytes(data)
 
 
 def _variant(build: Path, name: str, so_cache: Path, *, meta: Mapping[str, object] | None = None,
@@ -126,7 +106,7 @@ def _cases(so: bytes) -> dict[str, tuple[dict[str, object], str]]:
                                             "'license' must be a string, got dict {'text': 'MIT'}"),
         "torch-cpu": ({"files": {b"_ops.bin": so}}, "a noarch variant must not contain compiled files "
                                                     "(build/torch-cpu/_ops.bin)"),
-        "torch228-cxx11-cpu-x86_64-linux": ({"files": {b"helper": _aarch64(so)}}, "helper is built for aarch64, not "
+        "torch228-cxx11-cpu-x86_64-linux": ({"files": {b"helper": as_aarch64(so)}}, "helper is built for aarch64, not "
                                                                                   "x86_64"),
         "torch229-cxx11-cpu-x86_64-linux": ({"files": {"a\u2028b.py".encode(): b"x = 1\n"}},
                                             "file name 'a\\u2028b.py' holds a line separator"),

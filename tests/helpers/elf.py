@@ -1,7 +1,10 @@
-"""Reading the built library in tests: its NEEDED libraries and dynamic symbols (pyelftools), demangled names."""
+"""Reading the built library in tests: its NEEDED libraries and dynamic symbols (pyelftools), demangled names; and
+damaged or foreign-CPU copies of an ELF file for the hostile-input tests (issue J)."""
 
 from __future__ import annotations
 
+import io
+import struct
 import subprocess
 import zipfile
 from pathlib import Path
@@ -36,3 +39,21 @@ def dynamic_symbols(so: Path) -> tuple[list[str], list[str]]:
 def demangled(names: list[str]) -> list[str]:
     result = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True)
     return result.stdout.splitlines()
+
+
+def as_aarch64(so: bytes) -> bytes:
+    """The same ELF file claiming e_machine EM_AARCH64 (183): what the CPU check reads."""
+    return so[:18] + struct.pack("<H", 183) + so[20:]
+
+
+def endless_version_needs(so: bytes) -> bytes:
+    """A damaged ``.gnu.version_r``: 2**32-1 entries declared, each pointing back at the first (vn_next = 0).
+    pyelftools walks it for ever (200,000 entries take ~7 s); the fuzzing of issue J hung on such a file."""
+    elf = ELFFile(io.BytesIO(so))
+    index = next(i for i, s in enumerate(elf.iter_sections()) if s["sh_type"] == "SHT_GNU_verneed")
+    header = elf["e_shoff"] + index * elf["e_shentsize"]
+    data = bytearray(so)
+    data[header + 44 : header + 48] = struct.pack("<I", 0xFFFFFFFF)  # Elf64_Shdr.sh_info: the number of entries
+    offset = elf.get_section(index)["sh_offset"]
+    data[offset + 12 : offset + 16] = struct.pack("<I", 0)  # Elf64_Verneed.vn_next
+    return bytes(data)

@@ -9,12 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from packaging.version import Version
 from rich.console import Console
 
 from tests.helpers import kernel_repos
+from tests.kernelwheel.test_layout import METADATA
 from tools.kernelwheel.convert import Options, Source, build_variant, convert
-from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
+from tools.kernelwheel.errors import DigestMismatch, InvalidVariant, ToolError
 from tools.kernelwheel.lockfile import VariantLock, variant_hash
 from tools.kernelwheel.selection import VariantFilter
 from tools.kernelwheel.sources import local_source
@@ -175,3 +177,23 @@ def test_a_changed_variant_is_rewritten_and_only_that_one(flat_repo: Path, tmp_p
     after = _wheel_facts(tmp_path / "out")
     changed = {name for name in after if after[name] != before[name]}
     assert changed == {"img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"}
+
+
+@settings(max_examples=100, deadline=5000, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(document=METADATA)
+def test_build_variant_with_fuzzed_metadata_converts_or_refuses_in_one_line(flat_repo: Path, tmp_path: Path,
+                                                                            document: dict[str, object]) -> None:
+    """Every field convert reads (name, version, license, python-depends, backend, digest, provenance, ...) with
+    values of every JSON type: a wheel, or one ToolError line; never a TypeError/AttributeError (issue J)."""
+    folder = tmp_path / "build" / CPU_VARIANT
+    if not folder.exists():
+        shutil.copytree(flat_repo / "build" / CPU_VARIANT, folder)
+    (folder / "metadata.json").write_text(json.dumps(document))  # rewritten by every example
+    source = Source(tmp_path / "build", "fuzz", "img2gray")
+    try:
+        contents = build_variant(Variant.parse(CPU_VARIANT), folder, source, Options(kernel_version=Version("1")))
+    except ToolError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 600, str(exc)
+        return
+    assert contents.name.filename.endswith(".whl")

@@ -7,9 +7,20 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import kernel_repos
-from tools.kernelwheel.elf import ElfInfo, is_elf, platform_tag, python_tags, read_elf
+from tests.helpers.elf import endless_version_needs
+from tools.kernelwheel.elf import (
+    ElfInfo,
+    has_elf_magic,
+    is_elf,
+    looks_like_shared_object,
+    platform_tag,
+    python_tags,
+    read_elf,
+)
 from tools.kernelwheel.errors import InvalidVariant
 
 
@@ -88,3 +99,57 @@ def test_damaged_elf_is_one_clear_error(tmp_path: Path, damage: str) -> None:
     with pytest.raises(InvalidVariant, match=r"libbad\.so: unreadable ELF file") as raised:
         read_elf(bad)
     assert "\n" not in str(raised.value)
+
+
+# Fuzzing (issue J: 44 of 2,000 mutants escaped pyelftools as ValueError/OSError, and one hung). Derandomized so CI
+# runs the same examples every time; the deadline catches a walk that no longer terminates quickly.
+_FUZZ = settings(max_examples=300, deadline=2000, derandomize=True, database=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+_MUTATION = st.tuples(st.integers(min_value=0), st.sampled_from([b"\x00", b"\xff", b"\x7f\xff\xff\xff", b"\x01",
+                                                                 b"\xff\xff\xff\xff\xff\xff\xff\xff"]))
+
+
+@pytest.fixture(scope="module")
+def good_so(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    folder = tmp_path_factory.mktemp("fuzz")
+    so = kernel_repos.compile_extension(folder / "_k_cpu_abc.abi3.so", "_k_cpu_abc", folder / "cache")
+    return so.read_bytes()
+
+
+@_FUZZ
+@given(mutations=st.lists(_MUTATION, min_size=1, max_size=12), cut=st.none() | st.integers(min_value=4))
+def test_read_elf_on_mutated_files_returns_or_refuses_in_one_line(good_so: bytes, tmp_path: Path,
+                                                                  mutations: list[tuple[int, bytes]],
+                                                                  cut: int | None) -> None:
+    data = bytearray(good_so)
+    for position, chunk in mutations:
+        at = position % len(data)
+        data[at : at + len(chunk)] = chunk[: len(data) - at]
+    if cut is not None:
+        del data[max(4, cut % len(data)) :]
+    path = tmp_path / "_k.abi3.so"
+    path.write_bytes(bytes(data))
+    try:
+        info = read_elf(path, display="build/v/_k.abi3.so")
+        if info.cpu in ("x86_64", "aarch64"):
+            platform_tag([info], info.cpu)
+        python_tags([info])
+    except InvalidVariant as exc:
+        message = str(exc)
+        assert message.startswith("build/v/_k.abi3.so: ") and "\n" not in message and len(message) < 400
+
+
+def test_an_endless_version_needs_section_is_refused_quickly(good_so: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "endless.so"
+    path.write_bytes(endless_version_needs(good_so))  # pyelftools alone walks it for hours
+    with pytest.raises(InvalidVariant, match=r"more symbol-version entries than a \d+-byte file can hold"):
+        read_elf(path)
+
+
+def test_elf_is_recognised_by_its_magic_not_its_name(good_so: bytes, tmp_path: Path) -> None:
+    hidden = tmp_path / "_ops.bin"
+    hidden.write_bytes(good_so)
+    plain = tmp_path / "helper.py"
+    plain.write_text("x = 1\n")
+    assert has_elf_magic(hidden) and not has_elf_magic(plain)
+    assert not looks_like_shared_object("_ops.bin") and looks_like_shared_object("libx.so.1")

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tools.kernelwheel.errors import InvalidVariant
 from tools.kernelwheel.layout import (
@@ -196,3 +198,43 @@ def test_read_metadata_brackets_inside_strings_do_not_count_as_nesting(tmp_path:
     meta = _metadata(tmp_path, json.dumps({"source": deep_string, "backend": {"type": "cuda", "archs": ["9.0"]},
                                            "provenance": {"kernel": {"commit": "abc", "dirty": False}}}))
     assert meta["source"] == deep_string
+
+
+# Fuzzing metadata.json (issue J: RecursionError, TypeError, AttributeError escaped). Derandomized for CI.
+_FUZZ = settings(max_examples=200, deadline=2000, derandomize=True, database=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=12)
+FIELDS = ["name", "id", "version", "license", "python-depends", "backend", "digest", "kernels-minver", "upstream",
+          "source", "provenance", "kernel-depends"]
+METADATA = st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=6)
+
+
+@_FUZZ
+@given(raw=st.binary(max_size=200) | st.builds(lambda o, c: (o * "[" + c * "]").encode(),
+                                                st.integers(0, 200), st.integers(0, 200)))
+def test_read_metadata_on_arbitrary_bytes_returns_a_dict_or_refuses_in_one_line(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "metadata.json"  # rewritten by every example
+    path.write_bytes(raw)
+    try:
+        assert isinstance(read_metadata({"metadata.json": path}, "v"), dict)
+    except InvalidVariant as exc:
+        assert str(exc).startswith("v/metadata.json: ") and "\n" not in str(exc)
+
+
+@_FUZZ
+@given(document=METADATA)
+def test_read_metadata_type_checks_every_field_or_refuses_in_one_line(tmp_path: Path,
+                                                                      document: dict[str, object]) -> None:
+    path = tmp_path / "metadata.json"
+    path.write_text(json.dumps(document))
+    try:
+        meta = read_metadata({"metadata.json": path}, "v")
+    except InvalidVariant as exc:
+        assert str(exc).startswith("v/metadata.json: ") and "\n" not in str(exc)
+        return
+    for field in ("name", "id", "license", "kernels-minver", "upstream", "source"):  # what convert reads as text
+        assert field not in meta or isinstance(meta[field], str)
+    assert "version" not in meta or (isinstance(meta["version"], (int, str)) and not isinstance(meta["version"], bool))
+    assert "backend" not in meta or meta["backend"] is None or isinstance(meta["backend"], dict)
