@@ -238,3 +238,39 @@ def test_read_metadata_type_checks_every_field_or_refuses_in_one_line(tmp_path: 
         assert field not in meta or isinstance(meta[field], str)
     assert "version" not in meta or (isinstance(meta["version"], (int, str)) and not isinstance(meta["version"], bool))
     assert "backend" not in meta or meta["backend"] is None or isinstance(meta["backend"], dict)
+
+
+def _nest(variant: Path, component: str, depth: int) -> Path:
+    """``depth`` folders named ``component`` below ``variant`` (made relative to the last, past PATH_MAX if need
+    be), with a file at the bottom; returns nothing usable as a path when it is too long, so the cwd is restored."""
+    here = os.getcwd()
+    try:
+        os.chdir(variant)
+        for _ in range(depth):
+            os.mkdir(component)
+            os.chdir(component)
+        with open("deep.py", "w") as fh:
+            fh.write("x = 1\n")
+    finally:
+        os.chdir(here)
+    return variant
+
+
+def test_collect_files_refuses_folders_nested_too_deep(tmp_path: Path) -> None:
+    variant = _nest(_variant(tmp_path), "a", 100)  # os.walk on 3.11 recurses per level: 1,000 was a RecursionError
+    with pytest.raises(InvalidVariant, match=r"^v: folders nested deeper than 32 levels \(a/a/a"):
+        collect_files(variant, "v")
+
+
+def test_collect_files_refuses_a_folder_it_cannot_list(tmp_path: Path) -> None:
+    # 17 folders of 250 characters: past PATH_MAX, so listing fails (ENAMETOOLONG) even for root; os.walk used
+    # to skip such a folder silently, leaving its files out of the wheel.
+    variant = _nest(_variant(tmp_path), "d" * 250, 17)
+    with pytest.raises(InvalidVariant, match=r"^v: 'd{250}/.*' cannot be read: File name too long"):
+        collect_files(variant, "v")
+
+
+def test_find_package_refuses_a_package_name_no_folder_can_hold() -> None:
+    files = {"__init__.py": Path("x")}
+    with pytest.raises(InvalidVariant, match=r"is 300 characters; a folder name holds at most 255"):
+        find_package(files, {"name": "k" * 300}, "img2gray", "v")

@@ -20,6 +20,7 @@ from typing import Any
 
 from tools.kernelwheel.errors import InvalidVariant
 from tools.kernelwheel.jsonload import loads_limited
+from tools.kernelwheel.naming import NAME_MAX
 
 SIGSTORE_BUNDLE = "metadata.json.sigstore"  # a detached signature over metadata.json: not part of the digest
 _SKIPPED_NAMES = {SIGSTORE_BUNDLE}
@@ -31,6 +32,8 @@ _UNRECORDABLE = {"Cc": "a control character", "Zl": "a line separator", "Zp": "a
 # kernel-builder's metadata.json is a few kB (a digest line per file) and 3 levels deep.
 MAX_METADATA_BYTES = 4 * 1024 * 1024
 MAX_METADATA_DEPTH = 32
+# os.walk recurses once per level (3.11): a tree 1,000 folders deep was a RecursionError.
+MAX_FOLDER_DEPTH = 32
 
 
 def check_relpath(rel: str, where: str) -> str:
@@ -62,11 +65,27 @@ def _inside(path: Path, root: Path) -> bool:
 
 def collect_files(variant_dir: Path, where: str, trusted_roots: Sequence[Path] = ()) -> dict[str, Path]:
     """``{relative posix path: file}`` for every file of the variant, after the path and symlink checks."""
+    try:
+        return _collect_files(variant_dir, where, trusted_roots)
+    except OSError as exc:  # a folder that cannot be listed or a path past PATH_MAX: never silently left out
+        shown = Path(exc.filename or variant_dir)
+        rel = shown.relative_to(variant_dir).as_posix() if _inside(shown, variant_dir) else str(shown)
+        raise InvalidVariant(f"{where}: {rel[:300]!r} cannot be read: {exc.strerror or exc}") from None
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+def _collect_files(variant_dir: Path, where: str, trusted_roots: Sequence[Path]) -> dict[str, Path]:
     root = Path(os.path.realpath(variant_dir))
     allowed = [root, *(Path(os.path.realpath(r)) for r in trusted_roots)]
     files: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(variant_dir):
+    for dirpath, dirnames, filenames in os.walk(variant_dir, onerror=_raise):  # os.walk's default: skip silently
         here = Path(dirpath)
+        if dirnames and len(here.relative_to(variant_dir).parts) >= MAX_FOLDER_DEPTH:
+            raise InvalidVariant(f"{where}: folders nested deeper than {MAX_FOLDER_DEPTH} levels "
+                                 f"({here.relative_to(variant_dir).as_posix()[:80]}...)")
         for d in list(dirnames):
             if d == "__pycache__":
                 dirnames.remove(d)
@@ -149,6 +168,9 @@ def find_package(files: Mapping[str, Path], metadata: Mapping[str, Any], kernel:
         name = str(metadata.get("name") or kernel).replace("-", "_")
         if not _IDENTIFIER.fullmatch(name):
             raise InvalidVariant(f"{where}: package name {name!r} (from the kernel name) is not a Python identifier")
+        if len(name) > NAME_MAX:  # the folder it installs as (a nested package's folder exists already)
+            raise InvalidVariant(f"{where}: package name {name[:40]!r}... (from the kernel name) is {len(name)} "
+                                 f"characters; a folder name holds at most {NAME_MAX}")
         return name, ""
     packages = sorted({rel.split("/")[0] for rel in files if rel.count("/") == 1 and rel.endswith("/__init__.py")})
     packages = [p for p in packages if _IDENTIFIER.fullmatch(p)]
