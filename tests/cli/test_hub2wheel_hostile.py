@@ -75,7 +75,9 @@ def _cases(so: bytes) -> dict[str, tuple[dict[str, object], str]]:
         # tracebacks before (each aborted the whole run)
         "torch２１３-cxx11-cpu-x86_64-linux": ({}, "holds '２' (U+FF12): variant names are ASCII"),
         os.fsdecode(b"torch213-cxx11-cpu-x86_64-\xfflinux"): ({}, "holds '\\udcff' (U+DCFF): variant names are ASCII"),
-        "torch210-cxx11-cpu-x86_64-linux": ({"meta": {"name": "a" * 300}}, "shorten the kernel name"),
+        "torch210-cxx11-cpu-x86_64-linux": ({"meta": {"name": "a" * 230}}, "shorten the kernel name"),
+        "torch230-cxx11-cpu-x86_64-linux": ({"meta": {"name": "a" * 300}},
+                                            "is 300 characters; a folder name holds at most 255"),
         "torch211-cxx11-cpu-x86_64-linux": ({"meta": {"version": "1." + ".".join(["0"] * 150)}},
                                             "shorten the kernel name (--dist-name) or the version"),
         "torch212-cxx11-cpu-x86_64-linux": ({"files": {b"bad\xff.txt": b"x"}},
