@@ -2,7 +2,7 @@
 # One device call for both builds of the op. Usage (device tool):
 #   run(command="bash benchmarks/gpu_run.sh dist/gpu stable,bench,classic", carry=["dist/gpu", ".whl"])
 # dist/gpu/stable/*.whl: the stable-ABI wheel exactly as `make wheel` built it here against torch 2.14.1;
-# the classic build is compiled there, against the device's torch, by benchmarks/build_classic_here.py
+# the classic build is compiled there, against the device's torch, with CMake through `pip wheel --no-build-isolation`
 # (a classic binary only loads under the torch minor it was built for);
 # dist/gpu/variants/ (optional): tools.cli.build_variants output, loaded the way `kernels` loads them;
 # .whl/npp13.tar.xz: libnppc.so.13 + libnppicc.so.13 from the nvidia-npp 13.2 wheel (the benchmark's NPP peer).
@@ -32,14 +32,10 @@ img2gray.img2gray(torch.zeros(4, 4, 4, dtype=torch.uint8))" 2>&1 | grep -E "^#|s
   PYTHONPATH=$2 compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/sanitize_shapes.py 2>&1 \
     | tail -4 | tee -a "$OUT/tests-$1.txt"
 }
-build_classic() {  # the real build (CMake via pip, as `make wheel`), else torch.utils.cpp_extension
-  if IMG2GRAY_ABI=classic TORCH_CUDA_ARCH_LIST=9.0 timeout 300 python3 -m pip wheel -q --no-build-isolation --no-deps \
-       -w /tmp/classic-whl . && python3 -m pip install -q --no-deps --no-index --target /tmp/classic/site /tmp/classic-whl/*.whl; then
-    echo "classic wheel built with CMake: $(ls /tmp/classic-whl)"
-  else
-    echo "CMake build failed; building with torch.utils.cpp_extension"
-    python3 benchmarks/build_classic_here.py /tmp/classic/site
-  fi
+build_classic() {  # the real build, CMake through pip as `make wheel` runs it (not repaired: tested, not shipped)
+  IMG2GRAY_ABI=classic TORCH_CUDA_ARCH_LIST=9.0 timeout 300 python3 -m pip wheel -q --no-build-isolation --no-deps \
+    -w /tmp/classic-whl . && python3 -m pip install -q --no-deps --no-index --target /tmp/classic/site /tmp/classic-whl/*.whl \
+    && echo "classic wheel built with CMake: $(ls /tmp/classic-whl)"
 }
 case ",$PHASE," in *,classic,*)
   build_classic > "$OUT/build-classic.txt" 2>&1 &
