@@ -11,7 +11,8 @@ so that neither git nor the HF cache can share one blob between them):
 
 Phases, each run for both tools in turn (interleaved), every command a fresh process:
 
-* ``cold``: empty HF cache, empty output folder;
+* ``cold``: empty HF cache, empty output folder (plus a bare ``snapshot_download`` of the same files, the download
+  alone, as a reference: both tools download through it);
 * ``warm``: the cache filled by ``cold``, empty output folder;
 * ``offline``: ``HF_HUB_OFFLINE=1``, the same cache, empty output folder;
 * ``rerun``: online, the same cache, the ``warm`` output folder again (hub2wheel should rewrite nothing).
@@ -52,6 +53,9 @@ PHASES = ("cold", "warm", "offline", "rerun")
 GNU_TIME = "/usr/bin/time"
 TO_WHEEL = f"to-wheel {KERNELS_VERSION}"
 HUB2WHEEL = "hub2wheel"
+FETCH_ONLY = "snapshot_download only"  # the download alone (cold phase): what the server allows, for reference
+FETCH_CODE = ("import sys; from huggingface_hub import snapshot_download; "
+              "snapshot_download(sys.argv[1], revision='v0.1.0', allow_patterns=['build/*'], max_workers=8)")
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "PATH": "/usr/bin:/bin"}
@@ -144,12 +148,15 @@ def run_case(case: str, repo_id: str, endpoint: str, tmp: Path, kernels: Path, r
         TO_WHEEL: [str(kernels / "bin" / "kernels"), "to-wheel", repo_id, "0.1.0"],
         HUB2WHEEL: [sys.executable, "-m", "tools.hub2wheel", repo_id, "--revision", "v0.1.0", "--trust-remote-code",
                     "--out", "{out}", *(["--jobs", str(jobs)] if jobs else [])],
+        FETCH_ONLY: [sys.executable, "-c", FETCH_CODE, repo_id],
     }
     for repeat in range(repeats):
         homes = {tool: tmp / f"hf-{case}-{repeat}-{i}" for i, tool in enumerate(commands)}
         warm_out: dict[str, Path] = {}
         for phase in PHASES:
             for tool, cmd in commands.items():
+                if tool == FETCH_ONLY and phase != "cold":
+                    continue
                 out = warm_out[tool] if phase == "rerun" else tmp / f"out-{case}-{repeat}-{tool}-{phase}"
                 out.mkdir(exist_ok=True)
                 if phase == "warm":
@@ -184,8 +191,8 @@ def _median(values: list[float]) -> float:
 
 
 def table(rows: list[Row], sizes: dict[str, int]) -> str:
-    lines = ["| case | phase | to-wheel s | hub2wheel s | ratio | to-wheel max RSS | hub2wheel max RSS | "
-             "to-wheel written | hub2wheel written |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| case | phase | to-wheel s | hub2wheel s | ratio | download only s | to-wheel max RSS | "
+             "hub2wheel max RSS | to-wheel written | hub2wheel written |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for case in dict.fromkeys(r.case for r in rows):
         for phase in PHASES:
             picked = {tool: [r for r in rows if r.case == case and r.phase == phase and r.tool == tool]
@@ -196,8 +203,10 @@ def table(rows: list[Row], sizes: dict[str, int]) -> str:
             rss = {t: max(r.max_rss_mb for r in rs) for t, rs in picked.items()}
             written = {t: f"{rs[-1].rewritten}/{rs[-1].wheels} wheels, {rs[-1].bytes_written / 2**20:.0f} MiB"
                        + ("" if all(r.exit == 0 for r in rs) else f", exit {rs[-1].exit}") for t, rs in picked.items()}
+            fetch = [r.seconds for r in rows if r.case == case and r.phase == phase and r.tool == FETCH_ONLY]
             lines.append(f"| {case} ({sizes[case] / 2**20:.0f} MiB) | {phase} | {secs[TO_WHEEL]:.2f} | "
-                         f"{secs[HUB2WHEEL]:.2f} | {secs[HUB2WHEEL] / secs[TO_WHEEL]:.2f} | {rss[TO_WHEEL]:.0f} MB | "
+                         f"{secs[HUB2WHEEL]:.2f} | **{secs[HUB2WHEEL] / secs[TO_WHEEL]:.2f}** | "
+                         f"{f'{_median(fetch):.2f}' if fetch else '-'} | {rss[TO_WHEEL]:.0f} MB | "
                          f"{rss[HUB2WHEEL]:.0f} MB | {written[TO_WHEEL]} | {written[HUB2WHEEL]} |")
     return "\n".join(lines)
 
