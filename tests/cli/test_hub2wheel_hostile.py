@@ -275,3 +275,15 @@ def test_sigterm_mid_write_removes_its_temporaries(big_repo: Path, tmp_path: Pat
     assert run.returncode == 143 and "Traceback" not in stderr, stderr
     assert "error: terminated (SIGTERM)" in stderr
     assert os.listdir(out) == []  # no .part file, no staging folder, no partial wheel
+
+
+def test_an_out_folder_whose_name_is_not_utf8_is_printed_as_the_file_system_spells_it(flat_repo: Path,
+                                                                                       tmp_path: Path) -> None:
+    out = os.fsencode(tmp_path) + b"/wheels\xff"
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO),
+           "PYTHONIOENCODING": "utf-8"}  # strict: print() of the path raised UnicodeEncodeError after the write
+    run = subprocess.run([sys.executable, "-m", "tools.hub2wheel", str(flat_repo), "--out", out, "--variant", GOOD],
+                         cwd=REPO, env=env, capture_output=True, timeout=120)
+    assert run.returncode == 0 and b"Traceback" not in run.stderr, run.stderr
+    assert run.stdout == out + b"/" + GOOD_WHEEL.encode() + b"\n"
+    assert os.listdir(out) == [GOOD_WHEEL.encode()]

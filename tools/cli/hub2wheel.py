@@ -9,6 +9,8 @@ variant converted, 1 nothing converted or a fatal error, 2 a usage error, 3 some
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -153,11 +155,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "left")
         return int(exc.code or 1)
     for _, path in total.converted:
-        print(path)
+        _print_path(path)
     _print_report(total, console)
     if not total.converted:
         return EXIT_NOTHING
     return EXIT_SOME_FAILED if total.failed else EXIT_OK
+
+
+def _print_path(path: Path) -> None:
+    """One wheel path on stdout, as the file system spells it (an --out whose bytes are not UTF-8 included)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(os.fsencode(path) + b"\n")
+    sys.stdout.buffer.flush()
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, options: Options, console: Console) -> Report:
