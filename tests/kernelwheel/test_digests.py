@@ -78,6 +78,7 @@ def test_sha512_and_urlsafe_base64_are_accepted(flat_repo: Path, tmp_path: Path)
 
 def test_file_digests_kept_between_runs_only_while_the_file_is_unchanged(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(digests, "_DIGESTS", {})  # this run's memory holds only what this test hashes
     blob = tmp_path / "blob.so"
     blob.write_bytes(b"\x7fELF" + bytes(range(256)) * 4096)  # 1 MiB + 4: more than one read chunk
     right = hashlib.sha256(blob.read_bytes()).digest()
@@ -107,3 +108,13 @@ def test_file_digests_kept_between_runs_only_while_the_file_is_unchanged(tmp_pat
     cache.write_text("{not json")
     digests.load_digest_cache(cache)  # a damaged cache is ignored
     assert digests.file_digest(blob) == right
+
+
+@pytest.mark.parametrize("damage", [b"[" * 100_000 + b"]" * 100_000, b"[]", b"\xff\xfe", b'{"format": 1, "entries": 5}',
+                                    b'{"format": 1, "entries": [[1, 2]]}', b"1" * 5000])
+def test_a_damaged_digest_cache_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: bytes) -> None:
+    cache = tmp_path / "sha256.json"
+    cache.write_bytes(damage)  # 100,000 levels deep was a RecursionError
+    monkeypatch.setattr(digests, "_DIGESTS", {})
+    digests.load_digest_cache(cache)
+    assert digests._DIGESTS == {}

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
+from tools.kernelwheel.errors import DigestMismatch, InvalidVariant, ToolError
+from tools.kernelwheel.jsonload import loads_limited
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
 
 _DIGEST_EXCLUDED = {"metadata.json", SIGSTORE_BUNDLE}
@@ -60,6 +61,7 @@ def file_digest(path: Path, algorithm: str = "sha256") -> bytes:
 
 
 _CACHE_FORMAT = 1
+_CACHE_MAX_BYTES = 256 * 1024 * 1024  # ~150 bytes an entry: over a million files
 _SETTLED_NS = 1_000_000_000
 
 
@@ -69,12 +71,14 @@ def load_digest_cache(path: Path) -> None:
     An entry is used only while the file's identity (device, inode, size, mtime and ctime, in nanoseconds) is the
     one it was hashed with, as git's index trusts a file's stat; any write changes the ctime."""
     try:
-        data = json.loads(path.read_text())
-        if data.get("format") != _CACHE_FORMAT:
+        with path.open("rb") as fh:
+            raw = fh.read(_CACHE_MAX_BYTES + 1)
+        data = loads_limited(raw, str(path), max_bytes=_CACHE_MAX_BYTES, max_depth=8)
+        if not isinstance(data, dict) or data.get("format") != _CACHE_FORMAT:
             return
         for real, algorithm, identity, digest in data["entries"]:
             _DIGESTS.setdefault((str(real), str(algorithm)), (tuple(int(i) for i in identity), bytes.fromhex(digest)))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ToolError, ValueError, KeyError, TypeError, AttributeError):
         return
 
 
