@@ -5,7 +5,10 @@
 # the classic build is compiled there, against the device's torch, with CMake through `pip wheel --no-build-isolation`
 # (a classic binary only loads under the torch minor it was built for);
 # dist/gpu/variants/ (optional): tools.cli.build_variants output, loaded the way `kernels` loads them;
-# .whl/npp13.tar.xz: libnppc.so.13 + libnppicc.so.13 from the nvidia-npp 13.2 wheel (the benchmark's NPP peer).
+# .whl/npp13.tar.xz: libnppc.so.13 + libnppicc.so.13 from the nvidia-npp 13.2 wheel (the benchmark's NPP peer), made
+# here with `pip download --no-deps --only-binary=:all: nvidia-npp==13.2.0.58`, `unzip -j` of the two
+# nvidia/cu13/lib/ files, `tar -cJf .whl/npp13.tar.xz libnppc.so.13 libnppicc.so.13` (7 MB; libnppicc.so.13 alone
+# is 72 MB, over the device tool's 64 MiB carry limit, and the wheel 261 MB).
 # PHASES, comma-separated, run in order: stable / classic (that build's op and CUDA tests, compute-sanitizer
 # memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants.
 set -uo pipefail
