@@ -287,3 +287,18 @@ def test_an_out_folder_whose_name_is_not_utf8_is_printed_as_the_file_system_spel
     assert run.returncode == 0 and b"Traceback" not in run.stderr, run.stderr
     assert run.stdout == out + b"/" + GOOD_WHEEL.encode() + b"\n"
     assert os.listdir(out) == [GOOD_WHEEL.encode()]
+
+
+@pytest.mark.parametrize(("lock", "message"), [
+    (b"[" * 100_000 + b"]" * 100_000, "nested deeper than 32 levels"),
+    (b'[{"repo_id": "org/x", "sha": "' + b"a" * 40 + b'", "variants": {"../../etc": {"hash": "sha256-' + b"0" * 64
+     + b'"}}}]', "variant '../../etc' is not a plain folder name"),
+    (b"\xff", "not UTF-8"),
+])
+def test_a_hostile_lock_file_is_one_line_and_exit_1(tmp_path: Path, lock: bytes, message: str) -> None:
+    path = tmp_path / "kernels.lock"
+    path.write_bytes(lock)
+    run = _hub2wheel(["--lock", str(path), "--out", str(tmp_path / "out")], tmp_path / "hf")
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.startswith(f"error: {path}") and message in run.stderr and len(run.stderr.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
