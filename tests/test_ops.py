@@ -355,3 +355,19 @@ def test_opcheck_with_autograd(device: str, dtype: torch.dtype) -> None:
     """opcheck's autograd tests (registration, aot_dispatch_dynamic with a backward) on inputs requiring grad."""
     image = random_image((2, 5, 7, 3), dtype, device).requires_grad_()
     torch.library.opcheck(torch.ops.img2gray.img2gray.default, (image,))
+
+
+def test_the_wrapper_works_under_fake_tensors_and_inference_mode() -> None:
+    """The wrapper's no-grad shortcut (dispatch below autograd) must keep torch's modes working."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    with FakeTensorMode():
+        image = torch.empty(2, 4, 5, 3, dtype=torch.uint8)
+        gray = img2gray.img2gray(image)
+        out = torch.empty(2, 4, 5, dtype=torch.uint8)
+        assert isinstance(gray, FakeTensor) and gray.shape == (2, 4, 5)
+        assert img2gray.img2gray(image, out=out) is out
+    image = random_image((4, 5, 3), torch.float32, "cpu")
+    with torch.inference_mode():
+        assert torch.equal(torch.ops.img2gray.img2gray(image), reference_fp32(image))
+        assert torch.equal(img2gray.img2gray(image), reference_fp32(image))
