@@ -197,3 +197,14 @@ def test_build_variant_with_fuzzed_metadata_converts_or_refuses_in_one_line(flat
         assert "\n" not in str(exc) and len(str(exc)) < 600, str(exc)
         return
     assert contents.name.filename.endswith(".whl")
+
+
+def test_an_out_folder_that_cannot_be_written_skips_with_one_line(flat_repo: Path, tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "wheelhouse"
+    not_a_folder.write_text("a file where --out should be a folder\n")
+    options = Options(out_dir=not_a_folder, variants=VariantFilter(patterns=("*-cpu-*",)))
+    report = convert(local_source(flat_repo), options, _console()[0])
+    assert report.converted == []
+    reason = dict(report.skipped)[CPU_VARIANT]
+    assert reason.startswith("img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl: cannot be written to ")
+    assert "\n" not in reason and not_a_folder.read_text().startswith("a file")

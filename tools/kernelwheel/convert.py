@@ -40,7 +40,7 @@ from tools.kernelwheel.console import activity
 from tools.kernelwheel.digests import load_digest_cache, save_digest_cache, verify_digest
 from tools.kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
 from tools.kernelwheel.entry_runtime import SKIP_ARCH_CHECK
-from tools.kernelwheel.errors import InvalidVariant, InvalidWheelName, ToolError
+from tools.kernelwheel.errors import InvalidVariant, InvalidWheel, InvalidWheelName, ToolError
 from tools.kernelwheel.kernel_depends import (
     ConvertedKernel,
     dependency_requirements,
@@ -313,7 +313,11 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
     def write(contents: WheelContents[wheelfile.Source]) -> wheelfile.WrittenWheel:
         if stop.is_set():
             raise _Stopped()
-        return write_wheel_if_changed(contents, options.out_dir, on_bytes)
+        try:
+            return write_wheel_if_changed(contents, options.out_dir, on_bytes)
+        except OSError as exc:  # disk full, read-only --out, a file gone from the cache: one line, not a traceback
+            raise InvalidWheel(f"{contents.name.filename}: cannot be written to {options.out_dir}: "
+                               f"{exc.strerror or exc}") from None
 
     jobs = max(1, options.jobs or os.cpu_count() or 1)
     if options.digest_cache is not None:
