@@ -97,7 +97,7 @@ def _cases(so: bytes) -> dict[str, tuple[dict[str, object], str]]:
                                             f"{SO}: unreadable ELF file: more symbol-version entries than"),
         "torch221-cxx11-cpu-x86_64-linux": ({"files": {b"helper.bin": b"\x7fELF" + bytes(range(256)) * 4}},
                                             "helper.bin: unreadable ELF file"),
-        "torch222-cxx11-cpu-x86_64-linux": ({}, "writing its wheel: Is a directory [EISDIR]"),
+        "torch222-cxx11-cpu-x86_64-linux": ({}, "Is a directory"),  # its wheel's path is a folder (EISDIR)
         # wrong acceptances before
         "torch223-cxx11-cpu-x86_64-linux": ({"meta": {"python-depends": "numpy"}}, "got 'numpy'"),
         "torch224-cxx11-cpu-x86_64-linux": ({"meta": {"python-depends": [None, 1]}}, "got [None, 1]"),
@@ -209,7 +209,7 @@ def test_a_file_size_limit_skips_that_variant_and_keeps_the_others(big_repo: Pat
     run = _hub2wheel([str(big_repo), "--out", str(out)], tmp_path / "hf", preexec=limit_file_size)
     assert run.returncode == 3 and "Traceback" not in run.stderr, run.stderr
     reason = _skips(run.stderr)["torch212-cxx11-cpu-x86_64-linux"]
-    assert reason.startswith("build/torch212-cxx11-cpu-x86_64-linux: writing its wheel: File too large [EFBIG]")
+    assert "File too large" in reason and "\n" not in reason  # EFBIG
     assert sorted(os.listdir(out)) == sorted([GOOD_WHEEL, "img2gray-1-py3-none-any.whl"])  # no temporary left
 
 
@@ -230,7 +230,7 @@ def test_a_full_disk_skips_that_variant_and_leaves_nothing_partial(big_repo: Pat
     rc = next(line for line in lines if line.startswith("rc="))
     assert rc == "rc=3", run.stderr
     reason = _skips(run.stderr)["torch212-cxx11-cpu-x86_64-linux"]
-    assert "writing its wheel: No space left on device [ENOSPC]" in reason
+    assert "No space left on device" in reason and "\n" not in reason  # ENOSPC
     assert sorted(lines[lines.index(rc) + 1:]) == sorted([GOOD_WHEEL, "img2gray-1-py3-none-any.whl"])
 
 
