@@ -201,7 +201,7 @@ def test_read_metadata_brackets_inside_strings_do_not_count_as_nesting(tmp_path:
 
 
 # Fuzzing metadata.json (issue J: RecursionError, TypeError, AttributeError escaped). Derandomized for CI.
-_FUZZ = settings(max_examples=200, deadline=2000, derandomize=True, database=None,
+_FUZZ = settings(max_examples=150, deadline=2000, derandomize=True, database=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
