@@ -7,13 +7,16 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tools.kernelwheel.atomic import (
+    Terminated,
     atomic_path,
     replace_tree,
+    sigterm_exits,
     stale_temporary_owner,
     sweep_stale_temporaries,
     temporary_directory,
@@ -168,6 +171,17 @@ def test_sigterm_during_a_write_removes_the_temporaries(tmp_path: Path) -> None:
     writer.send_signal(signal.SIGTERM)
     assert writer.wait(timeout=30) == 143
     assert os.listdir(tmp_path) == []
+
+
+def test_after_the_first_sigterm_a_second_cannot_cut_the_cleanup_short() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated), sigterm_exits():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler runs at once and raises
+        finally:
+            assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN  # while cleaning up
+    assert signal.getsignal(signal.SIGTERM) == before  # and the caller's handler is back afterwards
 
 
 def test_sigkill_leftovers_are_swept_by_the_next_run(tmp_path: Path) -> None:

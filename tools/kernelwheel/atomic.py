@@ -165,6 +165,7 @@ class Terminated(SystemExit):
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
     raise Terminated()
 
 
