@@ -43,7 +43,7 @@ _FIXED_DATE_TIME = (1980, 1, 2, 0, 0, 0)
 GENERATOR = "img2gray-tools"
 # Bumped whenever the bytes this module writes for the same input change (layout, levels, the store rule).
 WRITER_FORMAT = 2
-# zlib's fast mode: ~1.7x the speed of the default level 6 on CUDA objects for ~1 % more bytes (benchmarks/NOTES.md).
+# zlib's fast mode: 1.3-3x the speed of the default level 6 on CUDA objects for 1-10 % more bytes (benchmarks/NOTES.md).
 DEFLATE_LEVEL = 1
 CHUNK = 1 << 20
 # Members up to this size are always deflated (cheap); larger ones are deflated only when a sample shrinks enough.
