@@ -208,3 +208,23 @@ def test_an_out_folder_that_cannot_be_written_skips_with_one_line(flat_repo: Pat
     reason = dict(report.skipped)[CPU_VARIANT]
     assert reason.startswith("img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl: cannot be written to ")
     assert "\n" not in reason and not_a_folder.read_text().startswith("a file")
+
+
+def test_a_different_build_of_the_same_name_is_never_replaced_silently(tmp_path: Path, so_cache: Path) -> None:
+    repo = tmp_path / "img2gray"
+    vdir = kernel_repos.flat_variant(repo / "build", "torch-cpu", so_cache)
+    out = tmp_path / "out"
+    convert(local_source(repo), Options(out_dir=out))
+    (first,) = out.glob("*.whl")
+    old = first.read_bytes()
+    (vdir / "__init__.py").write_text('"""rebuilt, same version"""\n')
+    meta = json.loads((vdir / "metadata.json").read_text())
+    meta["digest"] = kernel_repos.kernel_builder_digest(vdir)
+    (vdir / "metadata.json").write_text(json.dumps(meta))
+    console, buffer = _console()
+    report = convert(local_source(repo), Options(out_dir=out), console)
+    assert [p for _, p in report.converted] == [first] and first.read_bytes() != old
+    assert f"warning: {first} held a different build with the same name and version; replaced" in buffer.getvalue()
+    console, buffer = _console()
+    convert(local_source(repo), Options(out_dir=out), console)  # the same build again: left alone, no warning
+    assert "warning" not in buffer.getvalue()

@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tools.kernelwheel import elf, lockfile, wheelfile
-from tools.kernelwheel.console import activity
+from tools.kernelwheel.console import activity, print_warning
 from tools.kernelwheel.digests import load_digest_cache, save_digest_cache, verify_digest
 from tools.kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
 from tools.kernelwheel.entry_runtime import SKIP_ARCH_CHECK
@@ -362,6 +362,9 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
                     task.advance(nbytes=_payload_bytes(checked[variant_name]))
                 note = "" if written.written else " (up to date)"
                 console.print(f"[green]✓[/] {escape(variant_name)} → {escape(written.path.name)}{note}")
+                if written.replaced:  # never silent: an index or pip cache may hold the old bytes under this name
+                    print_warning(console, f"{written.path} held a different build with the same name and version; "
+                                  "replaced (a local folder has no commit to version by: --kernel-version keeps both)")
             task.finish()
         except BaseException:
             # Ctrl-C or SIGTERM (atomic.sigterm_exits) in this thread: workers stop at their next chunk and remove

@@ -146,6 +146,7 @@ class WrittenWheel:
     path: Path
     written: bool  # False: the destination already held exactly these bytes and was left alone
     size: int  # bytes of the wheel at ``path``
+    replaced: bool = False  # a different wheel of the same filename was there before (now replaced)
 
 
 def build_metadata(
@@ -262,6 +263,7 @@ def write_wheel_if_changed(contents: WheelContents[Member], out_dir: Path,
     final = out_dir / name.filename
     if final.is_file() and not final.is_symlink() and _holds(final, _expected_record(members, record_path)):
         return WrittenWheel(final, False, final.stat().st_size)
+    replaced = final.exists() or final.is_symlink()
     with atomic_path(final) as tmp, temporary_directory(out_dir, "wheel") as staging:
         # WheelFile checks the filename, so it writes under the real name inside a private folder first.
         staged = staging / name.filename
@@ -278,7 +280,7 @@ def write_wheel_if_changed(contents: WheelContents[Member], out_dir: Path,
                     raise InvalidWheel(f"{name.filename}: {path} changed after it was checked (its digest differs)")
         os.replace(staged, tmp)
         size = tmp.stat().st_size
-    return WrittenWheel(final, True, size)
+    return WrittenWheel(final, True, size, replaced)
 
 
 def write_wheel(contents: WheelContents[Member], out_dir: Path) -> Path:
