@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,19 @@ def _classic_wheels() -> list[Path]:
 def stable_wheels(backend: str) -> list[Path]:
     """Stable-ABI wheels in wheelhouse/: no torch label in the version."""
     return [p for p in sorted(WHEELHOUSE.glob(f"img2gray_{backend}-*.whl")) if WheelName.parse(p.name).version.local is None]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_hf_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """huggingface_hub's home for the whole session (hub2wheel keeps file digests and commit dates in its assets
+    cache): tests never read or write the user's ~/.cache/huggingface. ``hf_env`` gives a test a fresh one."""
+    home = tmp_path_factory.mktemp("hf-home")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("HF_HOME", str(home))
+    patch.delenv("HF_HUB_CACHE", raising=False)
+    patch.delenv("HF_ASSETS_CACHE", raising=False)
+    yield home
+    patch.undo()
 
 
 @pytest.fixture(scope="session")
