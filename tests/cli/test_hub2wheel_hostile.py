@@ -234,8 +234,10 @@ def test_a_full_disk_skips_that_variant_and_leaves_nothing_partial(big_repo: Pat
     assert sorted(lines[lines.index(rc) + 1:]) == sorted([GOOD_WHEEL, "img2gray-1-py3-none-any.whl"])
 
 
-def _start_and_catch_mid_write(big_repo: Path, out: Path, home: Path) -> subprocess.Popen[str]:
-    """Start a run and stop it (SIGSTOP) the moment a temporary wheel file exists in ``out``."""
+def _signal_mid_write(big_repo: Path, out: Path, home: Path, signum: int) -> subprocess.Popen[str]:
+    """Start a run and send it ``signum`` the moment its temporary wheel file exists in ``out`` (the 48 MiB member
+    then takes about a second to deflate). Not SIGSTOP first: a SIGTERM pending across SIGSTOP/SIGCONT can reach
+    Python's main thread only once its wait ends, which is not what a real ``kill`` does."""
     env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     run = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", str(big_repo), "--out", str(out),
                             "--variant", "torch212-*"], cwd=REPO, env=env, stdout=subprocess.PIPE,
@@ -244,7 +246,7 @@ def _start_and_catch_mid_write(big_repo: Path, out: Path, home: Path) -> subproc
     while time.monotonic() < deadline:
         names = os.listdir(out) if out.is_dir() else []
         if any(n.startswith(".img2gray") and stale_temporary_owner(n) == run.pid for n in names):
-            run.send_signal(signal.SIGSTOP)
+            run.send_signal(signum)
             return run
         time.sleep(0.001)
     run.kill()
@@ -253,8 +255,7 @@ def _start_and_catch_mid_write(big_repo: Path, out: Path, home: Path) -> subproc
 
 def test_sigkill_mid_write_leftovers_are_removed_by_the_next_run(big_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    run = _start_and_catch_mid_write(big_repo, out, tmp_path / "hf")
-    run.kill()
+    run = _signal_mid_write(big_repo, out, tmp_path / "hf", signal.SIGKILL)
     run.communicate(timeout=30)
     left = sorted(os.listdir(out))
     assert left and all(stale_temporary_owner(n) == run.pid for n in left)  # .<wheel>.<pid>.*.part, .wheel.<pid>…
@@ -268,13 +269,11 @@ def test_sigkill_mid_write_leftovers_are_removed_by_the_next_run(big_repo: Path,
 
 def test_sigterm_mid_write_removes_its_temporaries(big_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    run = _start_and_catch_mid_write(big_repo, out, tmp_path / "hf")
-    run.send_signal(signal.SIGTERM)
-    run.send_signal(signal.SIGCONT)
+    run = _signal_mid_write(big_repo, out, tmp_path / "hf", signal.SIGTERM)
     _, stderr = run.communicate(timeout=60)
     assert run.returncode == 143 and "Traceback" not in stderr, stderr
     assert "error: terminated (SIGTERM)" in stderr
-    assert os.listdir(out) == []  # no .part file, no staging folder, no partial wheel
+    assert os.listdir(out) == [], stderr  # no .part file, no staging folder, no partial wheel
 
 
 def test_an_out_folder_whose_name_is_not_utf8_is_printed_as_the_file_system_spells_it(flat_repo: Path,
