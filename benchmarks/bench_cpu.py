@@ -1,11 +1,13 @@
 """CPU speed of the installed img2gray op against its peers: ``python benchmarks/bench_cpu.py [--json FILE]``.
 
-Every row (image size × dtype × thread count) runs in a fresh Python process, so no earlier row's threads or
-worker pools (torch.compile starts inductor's) share the machine with it. Within a row the contenders are timed
-round-robin after two warm-up rounds; per round each contender makes two calls on the same input and the second
-is timed, so no contender inherits a cache that another one filled. Each cell is the median over the rounds (the
-JSON also has each best call, page faults per call, and the 1-minute load average: on a shared machine other
-processes' load shows):
+Every row (image size × dtype × thread count) runs in fresh Python processes, so no earlier row's threads or
+worker pools (torch.compile starts inductor's) share the machine with it; and torch's contenders run in other
+processes than OpenCV and Pillow (alternated, twice each), because two thread pools in one process slow each
+other: beside torch's OpenMP workers OpenCV's 4K uint8 on 2 threads went from 1.18 to 1.8 ms, and torch's calls
+stalled for ~8 ms while OpenCV's pool ran. Within a process the contenders are timed round-robin after two
+warm-up rounds; per round each contender makes two calls on the same input and the second is timed, so no
+contender inherits a cache that another one filled. Each cell is the median over all rounds (the JSON also has
+each best call, page faults per call, and the highest 1-minute load average: on a shared machine it shows):
 
 * img2gray: the op as users call it (allocates its output) and with ``out=`` (no allocation);
 * OpenCV ``cv2.cvtColor(COLOR_RGB2GRAY)``, likewise with and without ``dst=`` (opencv-python-headless; optional:
@@ -49,69 +51,79 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def measure_row(size: str, dtype_name: str, threads: int) -> dict[str, Any]:
-    """One row, in this (fresh) process."""
+def make_image(size: str, dtype_name: str) -> Any:
+    """The row's input as a numpy array, the same in every process."""
+    import numpy as np
+
+    h, w = SIZES[size]
+    image = np.random.default_rng(0).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    return image if dtype_name == "uint8" else (image.astype(np.float32) / 255).astype(np.float32)
+
+
+def torch_contenders(array: Any, threads: int) -> dict[str, Callable[[], object]]:
+    """img2gray, eager torch and the copy ceiling: everything that runs on torch's thread pool."""
     import numpy as np
     import torch
     from PIL import Image
 
     import img2gray
 
-    try:
-        import cv2
-    except ImportError:
-        cv2 = None
-
     torch.set_num_threads(threads)
-    if cv2 is not None:
-        cv2.setNumThreads(threads)
-    h, w = SIZES[size]
-    dtype = getattr(torch, dtype_name)
-    generator = torch.Generator().manual_seed(0)
-    image = torch.randint(0, 256, (h, w, 3), dtype=torch.uint8, generator=generator)
-    if dtype != torch.uint8:
-        image = image.to(dtype) / 255
-    array = image.numpy()
-    out = torch.empty(h, w, dtype=dtype)
-    out_array = np.empty((h, w), dtype=array.dtype)
+    image = torch.from_numpy(array)
+    out = torch.empty(image.shape[:-1], dtype=image.dtype)
     total = image.numel() * image.element_size() * 4 // 3  # bytes read + written by the op
     copy_src = torch.ones(total // 2, dtype=torch.uint8)
     copy_dst = torch.empty_like(copy_src)
 
     def eager() -> torch.Tensor:
-        if dtype == torch.uint8:
+        if image.dtype == torch.uint8:
             x = image.to(torch.int32)
             return ((x[..., 0] * 19595 + x[..., 1] * 38470 + x[..., 2] * 7471 + 32768) >> 16).to(torch.uint8)
         return (0.299 * image[..., 0] + 0.587 * image[..., 1]) + 0.114 * image[..., 2]
 
-    gray = img2gray.img2gray(image)
-    if dtype == torch.uint8:
-        pil_image = Image.fromarray(array, mode="RGB")
-        expected = torch.from_numpy(np.asarray(pil_image.convert("L")).copy())
+    if image.dtype == torch.uint8:
+        expected = torch.from_numpy(np.asarray(Image.fromarray(array, mode="RGB").convert("L")).copy())
     else:
         expected = eager()
-    assert torch.equal(gray, expected), f"{size} {dtype_name}: img2gray differs from the reference"
-
-    contenders: dict[str, Callable[[], object]] = {
+    assert torch.equal(img2gray.img2gray(image), expected), "img2gray differs from the reference"
+    return {
         "img2gray": lambda: img2gray.img2gray(image),
         "img2gray out=": lambda: img2gray.img2gray(image, out=out),
+        "eager torch": eager,
+        "ceiling: copy": lambda: copy_dst.copy_(copy_src),
     }
+
+
+def other_contenders(array: Any, threads: int) -> dict[str, Callable[[], object]]:
+    """OpenCV (its own thread pool) and Pillow (one thread), in a process that never imports torch."""
+    import numpy as np
+    from PIL import Image
+
+    contenders: dict[str, Callable[[], object]] = {}
+    try:
+        import cv2
+    except ImportError:
+        cv2 = None
     if cv2 is not None:
+        cv2.setNumThreads(threads)
+        out_array = np.empty(array.shape[:-1], dtype=array.dtype)
         contenders["opencv"] = lambda: cv2.cvtColor(array, cv2.COLOR_RGB2GRAY)
         contenders["opencv dst="] = lambda: cv2.cvtColor(array, cv2.COLOR_RGB2GRAY, dst=out_array)
-    if dtype == torch.uint8:
+    if array.dtype == np.uint8:
+        pil_image = Image.fromarray(array, mode="RGB")
         contenders["pillow"] = lambda: pil_image.convert("L")
-    contenders["eager torch"] = eager
-    contenders["ceiling: copy"] = lambda: copy_dst.copy_(copy_src)
+    return contenders
 
-    rounds = 25 if h * w > 4_000_000 else 80
-    if dtype != torch.uint8:
-        rounds = rounds * 2 // 3
+
+def measure_group(size: str, dtype_name: str, threads: int, group: str, rounds: int) -> dict[str, Any]:
+    """One group of contenders, in this (fresh) process: call times in seconds and page faults per contender."""
+    array = make_image(size, dtype_name)
+    contenders = (torch_contenders if group == "torch" else other_contenders)(array, threads)
     times: dict[str, list[float]] = {name: [] for name in contenders}
     faults = dict.fromkeys(contenders, 0)  # minor page faults: fresh pages for an output cost time too
     for index in range(rounds + 2):
         for name, fn in contenders.items():
-            if name == "eager torch" and index >= 8:  # 30-100x slower than the rest; 6 timed calls suffice
+            if name == "eager torch" and index >= 5:  # 30-100x slower than the rest; 3 timed calls suffice
                 continue
             fn()  # untimed: every timed call finds the caches as its own previous call left them
             faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -121,28 +133,50 @@ def measure_row(size: str, dtype_name: str, threads: int) -> dict[str, Any]:
             if index >= 2:
                 times[name].append(elapsed)
                 faults[name] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
-    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
-    best_ms = {name: min(values) * 1e3 for name, values in times.items()}
+    try:
+        import cv2
+
+        opencv = cv2.__version__ if group != "torch" else None
+    except ImportError:
+        opencv = None
+    return {"times": times, "faults": faults, "opencv": opencv, "load_average": os.getloadavg()[0]}
+
+
+def run_row(size: str, dtype_name: str, threads: int, alternations: int = 2) -> dict[str, Any]:
+    """The row's two groups in fresh processes, alternated, so that neither thread pool runs beside the other."""
+    h, w = SIZES[size]
+    rounds = 12 if h * w > 4_000_000 else 40  # per process; float32 moves 4x the bytes
+    if dtype_name != "uint8":
+        rounds = rounds * 2 // 3
+    times: dict[str, list[float]] = {}
+    faults: dict[str, int] = {}
+    opencv, loads = None, []
+    for _ in range(alternations):
+        for group in ("torch", "other"):
+            command = [sys.executable, os.path.abspath(__file__), "--group", size, dtype_name, str(threads), group,
+                       str(rounds)]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"row {size} {dtype_name} x{threads} ({group}) failed:\n{done.stderr.strip()}")
+            part = json.loads(done.stdout.strip().splitlines()[-1])
+            for name, values in part["times"].items():
+                times.setdefault(name, []).extend(values)
+                faults[name] = faults.get(name, 0) + part["faults"][name]
+            opencv = opencv or part["opencv"]
+            loads.append(part["load_average"])
+    order = ["img2gray", "img2gray out=", "opencv", "opencv dst=", "pillow", "eager torch", "ceiling: copy"]
+    names = [name for name in order if name in times]
     return {
         "size": size,
         "dtype": dtype_name,
         "threads": threads,
-        "bytes": total,
-        "ms": ms,
-        "best_ms": best_ms,
-        "page_faults_per_call": {name: faults[name] / len(values) for name, values in times.items()},
-        "load_average": os.getloadavg()[0],
-        "opencv": cv2.__version__ if cv2 is not None else None,
+        "bytes": h * w * 4 * (1 if dtype_name == "uint8" else 4),
+        "ms": {name: statistics.median(times[name]) * 1e3 for name in names},
+        "best_ms": {name: min(times[name]) * 1e3 for name in names},
+        "page_faults_per_call": {name: faults[name] / len(times[name]) for name in names},
+        "load_average": max(loads),
+        "opencv": opencv,
     }
-
-
-def run_row_in_fresh_process(size: str, dtype_name: str, threads: int) -> dict[str, Any]:
-    command = [sys.executable, os.path.abspath(__file__), "--row", size, dtype_name, str(threads)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"row {size} {dtype_name} x{threads} failed:\n{done.stderr.strip()}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -171,11 +205,12 @@ def main() -> int:
     parser.add_argument("--json", help="also write every measurement to this file")
     parser.add_argument("--threads", type=int, action="append",
                         help="thread counts to run (default: 1 and all of os.sched_getaffinity)")
-    parser.add_argument("--row", nargs=3, metavar=("SIZE", "DTYPE", "THREADS"), help=argparse.SUPPRESS)
+    parser.add_argument("--group", nargs=5, metavar=("SIZE", "DTYPE", "THREADS", "GROUP", "ROUNDS"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.row:
-        size, dtype_name, threads = args.row
-        print(json.dumps(measure_row(size, dtype_name, int(threads))))
+    if args.group:
+        size, dtype_name, threads, group, rounds = args.group
+        print(json.dumps(measure_group(size, dtype_name, int(threads), group, int(rounds))))
         return 0
 
     import torch
@@ -184,7 +219,7 @@ def main() -> int:
 
     cores = len(os.sched_getaffinity(0))
     thread_counts = args.threads or sorted({1, cores})
-    rows = [run_row_in_fresh_process(size, dtype_name, threads)
+    rows = [run_row(size, dtype_name, threads)
             for size in SIZES for dtype_name in DTYPES for threads in thread_counts]
     header = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
