@@ -12,6 +12,7 @@ import pytest
 
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
 from tools.kernelwheel.lockfile import (
+    MAX_LOCKFILE_BYTES,
     VariantLock,
     combine,
     dump_lockfile,
@@ -85,6 +86,13 @@ def test_load_lockfile_refuses_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "kernels.lock"
     path.write_bytes(b'[{"repo_id": "\xff"}]')
     with pytest.raises(InvalidLockfile, match=r"kernels\.lock: not UTF-8 \(invalid start byte at byte 14\)"):
+        load_lockfile(path)
+
+
+def test_load_lockfile_refuses_a_file_over_the_size_limit(tmp_path: Path) -> None:
+    path = tmp_path / "kernels.lock"
+    path.write_bytes(b"[" + b" " * MAX_LOCKFILE_BYTES + b"]")
+    with pytest.raises(InvalidLockfile, match=rf"kernels\.lock: larger than {MAX_LOCKFILE_BYTES} bytes$"):
         load_lockfile(path)
 
 

@@ -73,9 +73,14 @@ def _parse_current(text: str) -> list[KernelLock] | None:
 
 def parse_lockfile(text: str, source: str = "kernels.lock") -> list[KernelLock]:
     """Parse and validate the JSON of a lock file (either format)."""
-    data = loads_limited(text.encode("utf-8", "surrogateescape"), source, max_bytes=MAX_LOCKFILE_BYTES,
-                         max_depth=MAX_LOCKFILE_DEPTH, error=InvalidLockfile)
-    current = _parse_current(text)
+    return _parse(text.encode("utf-8", "surrogateescape"), source)
+
+
+def _parse(raw: bytes, source: str) -> list[KernelLock]:
+    """``raw`` within the size, UTF-8 and depth limits (``loads_limited``), then in either format."""
+    data = loads_limited(raw, source, max_bytes=MAX_LOCKFILE_BYTES, max_depth=MAX_LOCKFILE_DEPTH,
+                         error=InvalidLockfile)
+    current = _parse_current(raw.decode("utf-8"))  # loads_limited has checked that it decodes
     if current is not None:
         for lock in current:
             _check_repo_id(lock.repo_id, source)
@@ -138,13 +143,7 @@ def load_lockfile(path: Path) -> list[KernelLock]:
             raw = fh.read(MAX_LOCKFILE_BYTES + 1)
     except OSError as exc:
         raise InvalidLockfile(f"{path}: cannot be read: {exc.strerror}") from None
-    if len(raw) > MAX_LOCKFILE_BYTES:
-        raise InvalidLockfile(f"{path}: larger than {MAX_LOCKFILE_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidLockfile(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    return parse_lockfile(text, str(path))
+    return _parse(raw, str(path))  # one byte over the limit is enough for loads_limited to refuse it
 
 
 def dump_lockfile(locks: Iterable[KernelLock]) -> str:
