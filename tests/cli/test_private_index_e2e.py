@@ -28,8 +28,9 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from tests.helpers import standin_wheels as standin
-from tests.helpers.pypiserver import PASSWORD, USER, free_port, wait_for
+from tests.helpers.pypiserver import PASSWORD, USER
 from tests.helpers.pypiserver import pypiserver as run_pypiserver
+from tests.helpers.servers import free_port, serving
 from tools.cli import hub2wheel
 from tools.kernelwheel.errors import NoCompatibleWheel
 from tools.kernelwheel.index.writer import write_index
@@ -211,16 +212,9 @@ def static_index(wheels: dict[str, list[Path]], tmp_path_factory: pytest.TempPat
         os.link(wheel, decoys / wheel.name)
     write_index(decoys)
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for(f"http://127.0.0.1:{port}/simple/", server)
+    with serving([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
+                 f"http://127.0.0.1:{port}/simple/"):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,7 @@ Helper venvs (``.venv-olah``, ``.venv-kernels``) are created here on first use f
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import kernel_repos
+from tests.helpers.servers import free_port, serving
 from tests.helpers.venvs import helper_venv
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -48,12 +45,6 @@ class HubRepos:
     endpoint: str
     mirrors: Path
     commits: dict[str, str]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _make_hub_repos(mirrors: Path, so_cache: Path) -> dict[str, str]:
@@ -111,7 +102,7 @@ def _make_dependency_repos(mirrors: Path, commits: dict[str, str]) -> None:
 def olah_server(mirrors: Path, base: Path) -> Iterator[str]:
     """Run olah (offline mode: nothing goes upstream) serving the git repos under ``mirrors``; yields the endpoint."""
     venv = helper_venv(".venv-olah", f"olah=={OLAH_VERSION}")
-    port = _free_port()
+    port = free_port()
     config = base / "olah.toml"
     config.write_text(
         f"""[basic]
@@ -126,29 +117,10 @@ mirror-lfs-netloc = "127.0.0.1:{port}"
 offline = true
 """
     )
-    log = (base / "olah.log").open("wb")
-    proc = subprocess.Popen([str(venv / "bin" / "olah-cli"), "-c", str(config)], cwd=base, stdout=log, stderr=log)
     endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/api/models/testorg/img2gray/refs", timeout=2).read()
-                break
-            except urllib.error.HTTPError:
-                break  # it answers: up
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"olah did not start; see {base / 'olah.log'}") from None
-                time.sleep(0.3)
+    with serving([str(venv / "bin" / "olah-cli"), "-c", str(config)], endpoint + "/api/models/testorg/img2gray/refs",
+                 log=base / "olah.log", cwd=base, seconds=60, any_status=True):  # any answer: up
         yield endpoint
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="session")
