@@ -4,7 +4,6 @@ signatures come from a Sigstore instance of the test's own (tests/helpers/sigsto
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,22 +15,19 @@ from kernels.verify import VerificationResult
 
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos
-from tests.helpers.sigstore_fixtures import SigstoreInstance, WorkflowIdentity, kernels_verify_variant
+from tests.helpers.sigstore_fixtures import (
+    SigstoreInstance,
+    WorkflowIdentity,
+    kernels_verify_variant,
+    tamper_ops_and_rewrite_digest,
+)
 from tests.helpers.venvs import REPO_ROOT, fresh_venv
 from tools.cli import hub2wheel, verify_wheel
 
+# The sigstore and trusted_root fixtures: this module's own Sigstore instance and its trusted_root.json.
+pytest_plugins = ["tests.helpers.sigstore_plugin"]
 VARIANT = "torch213-cxx11-cpu-x86_64-linux"
 WHEEL = "sigkernel_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
-
-
-@pytest.fixture(scope="module")
-def sigstore() -> SigstoreInstance:
-    return SigstoreInstance()
-
-
-@pytest.fixture(scope="module")
-def trusted_root(sigstore: SigstoreInstance, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return sigstore.write_trusted_root(tmp_path_factory.mktemp("sigstore") / "trusted_root.json")
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +64,7 @@ def test_hub2wheel_converts_a_signed_variant_and_refuses_a_tampered_one(
     tampered = tmp_path / "tampered" / "sigkernel"
     variant = kernel_repos.flat_variant(tampered / "build", VARIANT, so_cache, name="sigkernel")
     sigstore.sign_variant(variant)
-    (variant / "_ops.py").write_text("print('patched')\n" + (variant / "_ops.py").read_text())
-    meta = json.loads((variant / "metadata.json").read_text())
-    meta["digest"] = kernel_repos.kernel_builder_digest(variant)
-    (variant / "metadata.json").write_text(json.dumps(meta))
+    tamper_ops_and_rewrite_digest(variant, "print('patched')\n")
     rc, out, err = _run(hub2wheel.main, [str(tampered), "--out", str(tmp_path / "bad"),
                                          "--sigstore-trusted-root", str(trusted_root)], capsys)
     assert rc == 1 and out == ""
@@ -184,11 +177,8 @@ def test_verify_wheel_nested_layout(tmp_path: Path, so_cache: Path, trusted_root
     """Nested layout: metadata.json sits above the package and its digest names ``<pkg>/...``; the wheel carries
     metadata.json and the bundle inside the package, and verify_wheel resolves the digest from the package's parent."""
     repo = tmp_path / "nestedkernel"
-    variant_dir = kernel_repos.nested_variant(repo / "build", VARIANT, so_cache, package="nestedkernel").parent
-    meta = {"name": "nestedkernel", "id": "_nestedkernel_abc1234", "version": 1, "license": "Apache-2.0",
-            "python-depends": [], "backend": {"type": "cpu"},
-            "digest": kernel_repos.kernel_builder_digest(variant_dir)}
-    (variant_dir / "metadata.json").write_text(json.dumps(meta))
+    variant_dir = kernel_repos.nested_variant(repo / "build", VARIANT, so_cache, package="nestedkernel",
+                                              with_metadata=True).parent
     sigstore.sign_variant(variant_dir)
     rc, out, err = _run(hub2wheel.main, [str(repo), "--out", str(tmp_path / "w"), "--sigstore-trusted-root",
                                          str(trusted_root), "--require-signature"], capsys)

@@ -135,17 +135,24 @@ def flat_variant(
     return vdir
 
 
-def nested_variant(build: Path, variant: str, so_cache: Path, *, package: str = "img2gray") -> Path:
-    """``build/<variant>/<package>/`` in the older nested layout (no metadata.json)."""
+def nested_variant(build: Path, variant: str, so_cache: Path, *, package: str = "img2gray",
+                   with_metadata: bool = False) -> Path:
+    """``build/<variant>/<package>/`` in the older nested layout: no metadata.json, unless ``with_metadata`` (then
+    ``build/<variant>/metadata.json``, whose digest names ``<package>/...``, as a signed nested build has)."""
     pdir = build / variant / package
     pdir.mkdir(parents=True, exist_ok=True)
     if variant == "torch-universal":
         (pdir / "__init__.py").write_text(_NOARCH_INIT)
-        return pdir
-    module = f"_{package}_{OPS_ID}"
-    compile_extension(pdir / f"{module}.abi3.so", module, so_cache)
-    (pdir / "__init__.py").write_text(_INIT.format(variant=variant))
-    (pdir / "_ops.py").write_text(_OPS.format(module=module))
+    else:
+        module = f"_{package}_{OPS_ID}"
+        compile_extension(pdir / f"{module}.abi3.so", module, so_cache)
+        (pdir / "__init__.py").write_text(_INIT.format(variant=variant))
+        (pdir / "_ops.py").write_text(_OPS.format(module=module))
+    if with_metadata:
+        meta = {"name": package, "id": f"_{package}_{OPS_ID}", "version": 1, "license": "Apache-2.0",
+                "python-depends": [], "backend": {"type": _backend_type(variant)},
+                "digest": kernel_builder_digest(pdir.parent)}
+        (pdir.parent / "metadata.json").write_text(json.dumps(meta, indent=2))
     return pdir
 
 

@@ -7,6 +7,8 @@ embedded SCT signed by the CT log key, plus a transparency-log entry signed by t
 (SET), inclusion proof in a small Merkle tree (RFC 6962) and a signed checkpoint. ``write_trusted_root`` writes the
 matching ``trusted_root.json`` that sigstore-python's ``TrustedRoot.from_file`` reads. Nothing touches the network.
 ``kernels_verify_variant`` runs kernels' own ``verify_variant`` against that root, for side-by-side verdicts.
+
+The ``sigstore`` and ``trusted_root`` fixtures over these are in tests/helpers/sigstore_plugin.py.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from kernels.verify import VerificationResult
 from sigstore.models import TrustedRoot
 from sigstore.verify import Verifier
 from sigstore.verify.policy import VerificationPolicy
+
+from tests.helpers import kernel_repos
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 _FULCIO = "1.3.6.1.4.1.57264.1."  # Fulcio's certificate extension arc
@@ -291,3 +295,13 @@ def kernels_verify_variant(variant_dir: Path, trusted_root: Path,
 
     with mock.patch.object(kernels.verify, "Verifier", _FixtureRootVerifier):
         return kernels.verify.verify_variant(variant_dir, policies)
+
+
+def tamper_ops_and_rewrite_digest(variant_dir: Path, code: str = "import os; os.system('echo owned')\n") -> None:
+    """What an attacker who can write the repository but not sign does: put ``code`` in front of ``_ops.py`` and
+    fix metadata.json's digest to match (its signature then no longer verifies)."""
+    ops = variant_dir / "_ops.py"
+    ops.write_text(code + ops.read_text())
+    meta = json.loads((variant_dir / "metadata.json").read_text())
+    meta["digest"] = kernel_repos.kernel_builder_digest(variant_dir)
+    (variant_dir / "metadata.json").write_text(json.dumps(meta, indent=2))

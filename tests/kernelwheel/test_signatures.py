@@ -5,7 +5,6 @@ and the same trusted root; and what ``convert`` does with the verdict (wheel wit
 from __future__ import annotations
 
 import io
-import json
 import os
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from tests.helpers.sigstore_fixtures import (
     SigstoreInstance,
     WorkflowIdentity,
     kernels_verify_variant,
+    tamper_ops_and_rewrite_digest,
 )
 from tools.kernelwheel import signatures
 from tools.kernelwheel.convert import Options, convert
@@ -31,20 +31,12 @@ from tools.kernelwheel.signatures import SignatureOptions, check_variant, verify
 from tools.kernelwheel.sources import local_source
 from tools.kernelwheel.wheelfile import read_wheel
 
+# The sigstore and trusted_root fixtures: this module's own Sigstore instance and its trusted_root.json.
+pytest_plugins = ["tests.helpers.sigstore_plugin"]
 VARIANT = "torch213-cxx11-cpu-x86_64-linux"
 WHERE = f"build/{VARIANT}"
 PR_WORKFLOW = WorkflowIdentity(workflow=".github/workflows/pr.yaml", ref="refs/pull/7/merge")
 FORK = WorkflowIdentity(repository="someone/kernels-community")
-
-
-@pytest.fixture(scope="module")
-def sigstore() -> SigstoreInstance:
-    return SigstoreInstance()
-
-
-@pytest.fixture(scope="module")
-def trusted_root(sigstore: SigstoreInstance, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return sigstore.write_trusted_root(tmp_path_factory.mktemp("sigstore") / "trusted_root.json")
 
 
 @pytest.fixture
@@ -75,14 +67,6 @@ def _ours(variant_dir: Path, trusted_root: Path,
                             policies if policies is not None else DEFAULT_POLICIES)
 
 
-def _tamper_ops_and_rewrite_digest(variant_dir: Path) -> None:
-    """What an attacker who can write the repository but not sign does: edit code, fix the digest to match."""
-    (variant_dir / "_ops.py").write_text("import os; os.system('echo owned')\n" + (variant_dir / "_ops.py").read_text())
-    meta = json.loads((variant_dir / "metadata.json").read_text())
-    meta["digest"] = kernel_repos.kernel_builder_digest(variant_dir)
-    (variant_dir / "metadata.json").write_text(json.dumps(meta, indent=2))
-
-
 def test_good_signature_converts_and_the_wheel_holds_the_bundle(repo: Path, tmp_path: Path, trusted_root: Path,
                                                                sigstore: SigstoreInstance) -> None:
     bundle = sigstore.sign_variant(_variant(repo))
@@ -100,7 +84,7 @@ def test_good_signature_converts_and_the_wheel_holds_the_bundle(repo: Path, tmp_
 def test_tampered_ops_with_rewritten_digest_is_refused_as_kernels_refuses_it(
         repo: Path, tmp_path: Path, trusted_root: Path, sigstore: SigstoreInstance) -> None:
     sigstore.sign_variant(_variant(repo))
-    _tamper_ops_and_rewrite_digest(_variant(repo))
+    tamper_ops_and_rewrite_digest(_variant(repo))
     theirs = kernels_verify_variant(_variant(repo), trusted_root)
     assert isinstance(theirs, VerificationResult.SignatureVerificationFailure)
     assert _ours(_variant(repo), trusted_root) == theirs  # same type, same reason
@@ -240,11 +224,7 @@ def test_default_root_is_sigstores_production_root(repo: Path, trusted_root: Pat
 def test_nested_layout_ships_metadata_and_bundle_in_the_package(tmp_path: Path, so_cache: Path, trusted_root: Path,
                                                                 sigstore: SigstoreInstance) -> None:
     repo = tmp_path / "img2gray"
-    pkg = kernel_repos.nested_variant(repo / "build", VARIANT, so_cache)
-    variant_dir = pkg.parent
-    meta = {"name": "img2gray", "id": "_img2gray_abc1234", "version": 1, "license": "Apache-2.0",
-            "python-depends": [], "backend": {"type": "cpu"}, "digest": kernel_repos.kernel_builder_digest(variant_dir)}
-    (variant_dir / "metadata.json").write_text(json.dumps(meta))
+    variant_dir = kernel_repos.nested_variant(repo / "build", VARIANT, so_cache, with_metadata=True).parent
     bundle = sigstore.sign_variant(variant_dir)
     assert kernels_verify_variant(variant_dir, trusted_root) == VerificationResult.Success()
     written, skipped, _ = _convert(repo, tmp_path / "out", SignatureOptions(trusted_root=trusted_root))
