@@ -301,6 +301,7 @@ def small_frame_rows() -> list[Row]:
         named: dict[str, Callable] = {
             "img2gray(out=)": lambda image: img2gray.img2gray(image, out=out),
             "op.out": lambda image, op=torch.ops.img2gray.img2gray.out: op(image, out=out),
+            "op._img2gray_into": lambda image, op=torch.ops.img2gray._img2gray_into.default: op(image, out),
         }
         if NPP is not None:
             npp = NPP.bind(shape)
@@ -433,6 +434,8 @@ def host_overhead_rows(device: str) -> list[Row]:
         **{n: bld.img2gray for n, bld in OTHER_BUILDS.items()},
         "op.default": torch.ops.img2gray.img2gray.default,
         "op.out": lambda x, op=torch.ops.img2gray.img2gray.out: op(x, out=out),
+        # the wrapper's eager out= path: img2gray.out with positional arguments and no return
+        "op._img2gray_into": lambda x, op=torch.ops.img2gray._img2gray_into.default: op(x, out),
         **{f"{n} op.default": bld._ops.ops.img2gray.default for n, bld in OTHER_BUILDS.items()},
         "torch.add": lambda x: torch.add(a, b),
         "torch.empty": lambda x: torch.empty(8, 8, dtype=torch.uint8, device=device),

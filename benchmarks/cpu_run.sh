@@ -20,9 +20,12 @@ grep -E "Model name|^CPU\(s\)|L3|opencv|all paths|FAILED" "$OUT/host.txt"
 PYTHONPATH=$SITE timeout 150 python3 benchmarks/bench_cpu.py --json "$OUT/cpu.json" 2>&1 | tee "$OUT/bench-cpu.txt"
 timeout 50 python3 -m pytest -q -p no:cacheprovider --img2gray-site "$SITE" tests/test_ops_cpu.py 2>&1 | tail -3 \
   | tee "$OUT/pytest-cpu.txt"
-# The streaming threshold on all cores: never and always (the run above has the default, 256 KiB per thread).
-for setting in never:1099511627776 always:0; do
-  IMG2GRAY_CPU_STREAM_BYTES=${setting#*:} PYTHONPATH=$SITE timeout 45 python3 benchmarks/bench_cpu.py \
-    --threads "$(nproc)" --json "$OUT/cpu-stream-${setting%%:*}.json" 2>&1 | tail -4
+# The streaming threshold on 1 thread and on all cores: never and always (the run above has the default, 256 KiB
+# per thread).
+for threads in 1 "$(nproc)"; do
+  for setting in never:1099511627776 always:0; do
+    IMG2GRAY_CPU_STREAM_BYTES=${setting#*:} PYTHONPATH=$SITE timeout 60 python3 benchmarks/bench_cpu.py \
+      --threads "$threads" --json "$OUT/cpu-stream-${setting%%:*}-$threads.json" 2>&1 | tail -4
+  done
 done
 timeout 40 "$DIR"/harness bench > "$OUT/harness-bench.txt" 2>&1

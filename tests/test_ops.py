@@ -178,6 +178,21 @@ def test_the_op_itself_checks_its_input() -> None:
         torch.ops.img2gray.img2gray.out(torch.zeros(2, 2, 3, dtype=torch.uint8), out=torch.empty(2, 3, dtype=torch.uint8))
 
 
+def test_the_wrappers_out_path_op_runs_the_out_overloads_checks_and_kernel() -> None:
+    """_img2gray_into (the wrapper's eager out= path) is img2gray.out without the keyword and the return."""
+    classic = img2gray.build_info().abi == "classic"
+    image = random_image((3, 5, 3), torch.uint8, "cpu")
+    out = torch.empty(3, 5, dtype=torch.uint8)
+    assert torch.ops.img2gray._img2gray_into(image, out) is None
+    assert torch.equal(out, torch.ops.img2gray.img2gray(image))
+    with pytest.raises(ValueError if classic else RuntimeError, match=r"expected out of shape \[3, 5\], got \[5, 3\]"):
+        torch.ops.img2gray._img2gray_into(image, torch.empty(5, 3, dtype=torch.uint8))
+    with pytest.raises(RuntimeError, match="out overlaps the image's memory"):
+        torch.ops.img2gray._img2gray_into(image, image[..., 1])
+    with pytest.raises(TypeError if classic else RuntimeError, match="expected a strided"):
+        torch.ops.img2gray._img2gray_into(image.to_sparse(), out)
+
+
 def test_the_op_refuses_an_out_that_overlaps_its_input() -> None:
     image = torch.zeros(4, 4, 3, dtype=torch.uint8)
     with pytest.raises(RuntimeError, match="out overlaps the image's memory"):
@@ -261,6 +276,8 @@ def test_opcheck(device: str, dtype: torch.dtype) -> None:
         {"out": out},
         test_utils=("test_schema", "test_autograd_registration", "test_faketensor"),
     )
+    # The wrapper's eager out= path returns nothing, so functionalization takes it (all of opcheck's tests).
+    torch.library.opcheck(torch.ops.img2gray._img2gray_into.default, (image, out))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -344,9 +361,11 @@ def test_out_with_autograd_is_refused_as_torch_does(device: str) -> None:
     assert torch.equal(out, torch.full((4, 5), -1.0, device=device))
     with torch.no_grad():
         assert torch.equal(img2gray.img2gray(image, out=out), img2gray.img2gray(image.detach()))
-    if img2gray.build_info().abi == "classic":  # the classic build's out= has a C++ autograd kernel
+    if img2gray.build_info().abi == "classic":  # the classic build's out= overloads have C++ autograd kernels
         with pytest.raises(RuntimeError, match=message):
             torch.ops.img2gray.img2gray.out(image, out=out)
+        with pytest.raises(RuntimeError, match=message):
+            torch.ops.img2gray._img2gray_into(image, out)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -139,17 +139,37 @@ at::Tensor& out_variant(const at::Tensor& image, at::Tensor& out) {
   return out;
 }
 
-// The Autograd kernel of the out= overload: torch's own rule for out= ops (the functional overload's backward is
-// registered from Python with torch.library.register_autograd, python/img2gray/ops.py).
-at::Tensor& out_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
+// The Autograd kernels of the out= overloads: torch's own rule for out= ops (the functional overload's backward is
+// registered from Python with torch.library.register_autograd, python/img2gray/ops.py), then the kernel below.
+void refuse_out_with_autograd(const at::Tensor& image, const at::Tensor& out) {
   TORCH_CHECK(!(c10::GradMode::is_enabled() && (image.requires_grad() || out.requires_grad())),
               "img2gray(): functions with out=... arguments don't support automatic differentiation, but one of "
               "the arguments requires grad.");
+}
+
+at::Tensor& out_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
+  refuse_out_with_autograd(image, out);
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow(IMG2GRAY_STRINGIFY(IMG2GRAY_OPS_NAMESPACE) "::img2gray", "out")
                              .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
   const at::AutoDispatchBelowAutograd below_autograd;
   return op.redispatch(keys & c10::after_autograd_keyset, image, out);
+}
+
+// _img2gray_into, the Python wrapper's out= path: out_variant with positional arguments and nothing returned (a
+// torch.ops call parses keyword arguments and wraps a returned tensor; ~0.5 us per call, benchmarks/NOTES.md).
+template <Runner kRun>
+void into(const at::Tensor& image, at::Tensor& out) {
+  out_variant<kRun>(image, out);
+}
+
+void into_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
+  refuse_out_with_autograd(image, out);
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow(IMG2GRAY_STRINGIFY(IMG2GRAY_OPS_NAMESPACE) "::_img2gray_into", "")
+                             .typed<void(const at::Tensor&, at::Tensor&)>();
+  const at::AutoDispatchBelowAutograd below_autograd;
+  op.redispatch(keys & c10::after_autograd_keyset, image, out);
 }
 
 // Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
@@ -170,11 +190,18 @@ at::Tensor& refuse_layout_out(const at::Tensor& image, at::Tensor& out) {
   return out;
 }
 
+template <const char* kWhat>
+void refuse_layout_into(const at::Tensor& image, at::Tensor& /*out*/) {
+  refuse_layout<kWhat>(image);
+}
+
 }  // namespace
 
 IMG2GRAY_EXPAND(TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
   m.def("img2gray(Tensor image) -> Tensor");
   m.def("img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!)");
+  // The Python wrapper's out= path (python/img2gray/ops.py): img2gray.out without the keyword and the return.
+  m.def("_img2gray_into(Tensor image, Tensor(a!) out) -> ()");
   // The one-pixel-per-thread CUDA kernel, kept as a reference for tests and benchmarks (CUDA builds only).
   m.def("_img2gray_simple(Tensor image) -> Tensor");
 }
@@ -182,16 +209,19 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
   m.impl("img2gray", &functional<run_cpu>);
   m.impl("img2gray.out", &out_variant<run_cpu>);
+  m.impl("_img2gray_into", &into<run_cpu>);
 }
 
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, Autograd, m) {
   m.impl("img2gray.out", TORCH_FN(out_autograd));
+  m.impl("_img2gray_into", TORCH_FN(into_autograd));
 }
 
 #define IMG2GRAY_REFUSE(key, what)                                           \
   IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {      \
     m.impl("img2gray", &refuse_layout<what>);                                \
     m.impl("img2gray.out", &refuse_layout_out<what>);                        \
+    m.impl("_img2gray_into", &refuse_layout_into<what>);                     \
   }
 IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
 IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)
@@ -205,6 +235,7 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
   m.impl("img2gray", &functional<run_cuda<CudaKernel::kFast>>);
   m.impl("img2gray.out", &out_variant<run_cuda<CudaKernel::kFast>>);
   m.impl("_img2gray_simple", &functional<run_cuda<CudaKernel::kSimple>>);
+  m.impl("_img2gray_into", &into<run_cuda<CudaKernel::kFast>>);
 }
 #endif
 

@@ -226,6 +226,13 @@ Tensor out_variant(const Tensor& image, Tensor out) {
   return out;
 }
 
+// _img2gray_into: out_variant with positional arguments and nothing returned, the wrapper's out= path. A torch.ops
+// call parses keyword arguments and wraps a returned tensor; with neither it costs ~0.5 us less (benchmarks/NOTES.md).
+template <Runner kRun>
+void into(const Tensor& image, Tensor out) {
+  (void)out_variant<kRun>(image, std::move(out));
+}
+
 // Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
 // arguments from the 'NestedTensorCPU' backend" (or, through Python, "Internal error").
 constexpr const char kNested[] = "a nested tensor";
@@ -242,12 +249,19 @@ Tensor refuse_layout_out(const Tensor& image, Tensor /*out*/) {
   return refuse_layout<kWhat>(image);
 }
 
+template <const char* kWhat>
+void refuse_layout_into(const Tensor& image, Tensor /*out*/) {
+  (void)refuse_layout<kWhat>(image);
+}
+
 }  // namespace
 }  // namespace img2gray
 
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
   m.def("img2gray(Tensor image) -> Tensor");
   m.def("img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!)");
+  // The Python wrapper's out= path (python/img2gray/ops.py): img2gray.out without the keyword and the return.
+  m.def("_img2gray_into(Tensor image, Tensor(a!) out) -> ()");
   // The one-pixel-per-thread CUDA kernel, kept as a reference for tests and benchmarks (CUDA builds only).
   m.def("_img2gray_simple(Tensor image) -> Tensor");
 }
@@ -255,12 +269,14 @@ IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
   m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
   m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cpu>));
+  m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cpu>));
 }
 
 #define IMG2GRAY_REFUSE(key, what)                                                        \
   IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {                   \
     m.impl("img2gray", TORCH_BOX(&img2gray::refuse_layout<img2gray::what>));                     \
     m.impl("img2gray.out", TORCH_BOX(&img2gray::refuse_layout_out<img2gray::what>));             \
+    m.impl("_img2gray_into", TORCH_BOX(&img2gray::refuse_layout_into<img2gray::what>));          \
   }
 IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
 IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)
@@ -275,6 +291,7 @@ IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
   m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kFast>>));
   m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cuda<CudaKernel::kFast>>));
   m.impl("_img2gray_simple", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kSimple>>));
+  m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cuda<CudaKernel::kFast>>));
 }
 #endif
 

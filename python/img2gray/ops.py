@@ -29,11 +29,16 @@ _out = ops.img2gray.out
 # The overloads' C++ entry points: OpOverload.__call__ is one Python frame around them (~0.1 us per call).
 # Traced code (torch.compile) calls the OpOverloads themselves, which Dynamo knows.
 _functional_entry = getattr(_functional, "_op", _functional)
-_out_entry = getattr(_out, "_op", _out)
+# Eager out=: `_img2gray_into(image, out) -> ()`, the out overload's checks and kernels behind a schema with
+# positional arguments and no return: the torch.ops call parses no keyword and wraps no result (~0.3-0.5 us less,
+# benchmarks/NOTES.md). Its kernels are not registered for the Autograd keys, which would skip the fallback's
+# ~0.15 us but also every mode below autograd (FakeTensorMode, functionalization).
+_into_entry = getattr(ops._img2gray_into.default, "_op", ops._img2gray_into.default)
 # Dispatch straight to the CPU/CUDA kernel when no gradient is wanted: the autograd kernel that
 # register_autograd installs is Python, a few microseconds per call (benchmarks/NOTES.md).
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 _is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
 
 
 def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
@@ -50,13 +55,16 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
     """
     try:
         if out is None:
-            if _is_compiling() or (image.requires_grad and torch.is_grad_enabled()):
+            if _is_compiling() or (image.requires_grad and _grad_enabled()):
                 return _functional(image)
             with _below_autograd():
                 return _functional_entry(image)
-        if torch.is_grad_enabled() and (image.requires_grad or out.requires_grad):
+        if _grad_enabled() and (image.requires_grad or out.requires_grad):
             raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
-        return _out(image, out=out) if _is_compiling() else _out_entry(image, out=out)
+        if _is_compiling():
+            return _out(image, out=out)
+        _into_entry(image, out)
+        return out
     except Exception as exc:
         error = _explain(exc, image, out)
         if error is exc:
@@ -130,6 +138,11 @@ def _img2gray_out_fake(image: Tensor, *, out: Tensor) -> Tensor:
     torch._check(tuple(out.shape) == tuple(image.shape[:-1]),
                  lambda: f"img2gray: expected out of shape {tuple(image.shape[:-1])}, got {tuple(out.shape)}")
     return out
+
+
+@torch.library.register_fake(add_op_namespace_prefix("_img2gray_into"))
+def _img2gray_into_fake(image: Tensor, out: Tensor) -> None:
+    _img2gray_out_fake(image, out=out)
 
 
 @torch.library.register_fake(add_op_namespace_prefix("_img2gray_simple"))
