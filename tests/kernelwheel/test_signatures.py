@@ -67,6 +67,15 @@ def _ours(variant_dir: Path, trusted_root: Path,
                             policies if policies is not None else DEFAULT_POLICIES)
 
 
+def _verdicts(variant_dir: Path, trusted_root: Path, policies: list[VerificationPolicy] | None = None,
+              ) -> tuple[VerificationResult.Any, signatures.SignatureResult]:
+    """kernels' verdict and ours on the same folder, root and policies; always of the same kind."""
+    theirs = kernels_verify_variant(variant_dir, trusted_root, policies)
+    ours = _ours(variant_dir, trusted_root, policies)
+    assert type(ours) is type(theirs), (theirs, ours)
+    return theirs, ours
+
+
 def test_good_signature_converts_and_the_wheel_holds_the_bundle(repo: Path, tmp_path: Path, trusted_root: Path,
                                                                sigstore: SigstoreInstance) -> None:
     bundle = sigstore.sign_variant(_variant(repo))
@@ -85,9 +94,9 @@ def test_tampered_ops_with_rewritten_digest_is_refused_as_kernels_refuses_it(
         repo: Path, tmp_path: Path, trusted_root: Path, sigstore: SigstoreInstance) -> None:
     sigstore.sign_variant(_variant(repo))
     tamper_ops_and_rewrite_digest(_variant(repo))
-    theirs = kernels_verify_variant(_variant(repo), trusted_root)
+    theirs, ours = _verdicts(_variant(repo), trusted_root)
     assert isinstance(theirs, VerificationResult.SignatureVerificationFailure)
-    assert _ours(_variant(repo), trusted_root) == theirs  # same type, same reason
+    assert ours == theirs  # the same reason too
     written, skipped, _ = _convert(repo, tmp_path / "out", SignatureOptions(trusted_root=trusted_root))
     assert written == []
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []  # nothing written
@@ -100,9 +109,7 @@ def test_a_signer_outside_kernels_default_policy_is_refused(repo: Path, tmp_path
                                                             sigstore: SigstoreInstance,
                                                             identity: WorkflowIdentity) -> None:
     sigstore.sign_variant(_variant(repo), identity)
-    theirs = kernels_verify_variant(_variant(repo), trusted_root)
-    assert isinstance(theirs, VerificationResult.SignatureVerificationFailure)
-    ours = _ours(_variant(repo), trusted_root)
+    _, ours = _verdicts(_variant(repo), trusted_root)
     assert isinstance(ours, VerificationResult.SignatureVerificationFailure)
     assert f"signed by workflow {identity.build_signer_uri}, which is not an accepted signer" in ours.reason
     assert KERNELS_COMMUNITY.build_signer_uri in ours.reason  # says what would have been accepted
@@ -117,8 +124,7 @@ def test_signer_workflow_replaces_the_default_list(repo: Path, tmp_path: Path, t
     policies = options.policies()
     assert [(p.repo_id, p.signer_uris) for p in policies if isinstance(p, GitHubWorkflowPolicy)] == [
         ("someone/kernels-community", [FORK.build_signer_uri])]
-    assert kernels_verify_variant(_variant(repo), trusted_root, policies) == VerificationResult.Success()
-    assert _ours(_variant(repo), trusted_root, policies) == VerificationResult.Success()
+    assert _verdicts(_variant(repo), trusted_root, policies) == (VerificationResult.Success(),) * 2
     written, skipped, _ = _convert(repo, tmp_path / "out", options)
     assert skipped == [] and len(written) == 1
     # ... and kernels-community's own workflow is then no longer accepted
@@ -131,20 +137,17 @@ def test_signer_workflow_replaces_the_default_list(repo: Path, tmp_path: Path, t
 
 def test_a_signature_from_another_sigstore_is_refused(repo: Path, tmp_path: Path, trusted_root: Path) -> None:
     SigstoreInstance(name="elsewhere").sign_variant(_variant(repo))
-    theirs = kernels_verify_variant(_variant(repo), trusted_root)
+    theirs, ours = _verdicts(_variant(repo), trusted_root)
     assert isinstance(theirs, VerificationResult.SignatureVerificationFailure)
-    assert "failed to build timestamp certificate chain" in theirs.reason
-    ours = _ours(_variant(repo), trusted_root)
     assert isinstance(ours, VerificationResult.SignatureVerificationFailure)
+    assert "failed to build timestamp certificate chain" in theirs.reason
     assert ours.reason == f"the signing certificate does not chain to the trusted root's CA ({theirs.reason})"
 
 
 def test_a_bundle_that_is_not_a_bundle_is_refused(repo: Path, tmp_path: Path, trusted_root: Path) -> None:
     (_variant(repo) / "metadata.json.sigstore").write_text('{"mediaType": "application/json"}')
-    theirs = kernels_verify_variant(_variant(repo), trusted_root)
+    theirs, _ = _verdicts(_variant(repo), trusted_root)
     assert isinstance(theirs, VerificationResult.SignatureBundleInvalid)
-    ours = _ours(_variant(repo), trusted_root)
-    assert isinstance(ours, VerificationResult.SignatureBundleInvalid)
     with pytest.raises(SignatureInvalid, match=f"^{WHERE}/metadata.json.sigstore: not a Sigstore bundle"):
         check_variant(_variant(repo), collect_files(_variant(repo), WHERE), WHERE,
                       SignatureOptions(trusted_root=trusted_root))
@@ -152,8 +155,7 @@ def test_a_bundle_that_is_not_a_bundle_is_refused(repo: Path, tmp_path: Path, tr
 
 def test_unsigned_warns_and_converts_or_is_skipped_when_a_signature_is_required(repo: Path, tmp_path: Path,
                                                                                trusted_root: Path) -> None:
-    assert kernels_verify_variant(_variant(repo), trusted_root) == VerificationResult.SignatureBundleMissing()
-    assert _ours(_variant(repo), trusted_root) == VerificationResult.SignatureBundleMissing()
+    assert _verdicts(_variant(repo), trusted_root) == (VerificationResult.SignatureBundleMissing(),) * 2
     warnings: list[str] = []
     written, skipped, _ = _convert(repo, tmp_path / "out", SignatureOptions(warn=warnings.append))
     assert len(written) == 1 and skipped == []
@@ -168,8 +170,7 @@ def test_unsigned_warns_and_converts_or_is_skipped_when_a_signature_is_required(
 def test_signed_bundle_without_metadata_json(repo: Path, trusted_root: Path, sigstore: SigstoreInstance) -> None:
     sigstore.sign_variant(_variant(repo))
     (_variant(repo) / "metadata.json").unlink()
-    assert kernels_verify_variant(_variant(repo), trusted_root) == VerificationResult.MetadataMissing()
-    assert _ours(_variant(repo), trusted_root) == VerificationResult.MetadataMissing()
+    assert _verdicts(_variant(repo), trusted_root) == (VerificationResult.MetadataMissing(),) * 2
 
 
 def test_signed_metadata_without_digest_is_refused_as_kernels_refuses_it(tmp_path: Path, so_cache: Path,
