@@ -82,17 +82,18 @@ def test_hostile_lock_files_are_refused_in_one_line(data: str, reason: str) -> N
     assert "\n" not in str(info.value)
 
 
-def test_load_lockfile_refuses_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("padding", "data", "reason"),
+    [
+        (0, b'[{"repo_id": "\xff"}]', "not UTF-8 (invalid start byte at byte 14)"),
+        (MAX_LOCKFILE_BYTES, b"[]", f"larger than {MAX_LOCKFILE_BYTES} bytes"),
+    ],
+    ids=["not-utf8", "too-large"],
+)
+def test_load_lockfile_refuses_the_file_in_one_line(tmp_path: Path, padding: int, data: bytes, reason: str) -> None:
     path = tmp_path / "kernels.lock"
-    path.write_bytes(b'[{"repo_id": "\xff"}]')
-    with pytest.raises(InvalidLockfile, match=r"kernels\.lock: not UTF-8 \(invalid start byte at byte 14\)"):
-        load_lockfile(path)
-
-
-def test_load_lockfile_refuses_a_file_over_the_size_limit(tmp_path: Path) -> None:
-    path = tmp_path / "kernels.lock"
-    path.write_bytes(b"[" + b" " * MAX_LOCKFILE_BYTES + b"]")
-    with pytest.raises(InvalidLockfile, match=rf"kernels\.lock: larger than {MAX_LOCKFILE_BYTES} bytes$"):
+    path.write_bytes(b" " * padding + data)
+    with pytest.raises(InvalidLockfile, match=f"^{re.escape(f'{path}: {reason}')}$"):
         load_lockfile(path)
 
 
