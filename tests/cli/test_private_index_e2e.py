@@ -245,8 +245,10 @@ def uploaded(pypiserver: str, wheels: dict[str, list[Path]], installer_env: dict
     return pypiserver
 
 
-def _uninstall(python: Path, uv: str, env: dict[str, str]) -> None:
+def _uninstalled(python: Path, uv: str, env: dict[str, str]) -> dict[str, str]:
+    """Uninstall PROJECT from the venv; torch's state then, for the install under test to leave unchanged."""
     _run([uv, "pip", "uninstall", "--python", str(python), PROJECT], env=env, check=False)
+    return torch_state(python)
 
 
 def _assert_installed_and_runs(python: Path, wheel: Path, before: dict[str, str]) -> None:
@@ -324,8 +326,7 @@ def test_upload_with_credentials_lists_every_wheel(uploaded: str, wheels: dict[s
 def test_pip_install_by_name_from_pypiserver_keeps_torch(
     uploaded: str, pip_venv: Path, wheels: dict[str, list[Path]], installer_env: dict[str, str], uv: str
 ) -> None:
-    _uninstall(pip_venv, uv, installer_env)
-    before = torch_state(pip_venv)
+    before = _uninstalled(pip_venv, uv, installer_env)
     plan = plan_install(f"{uploaded}/simple/", PROJECT, Environment.probe(str(pip_venv)), installer="pip",
                         extra_index_urls=[PYPI])  # fmt: skip
     assert plan.wheel.filename == wheels["target"][0].name
@@ -337,8 +338,7 @@ def test_pip_install_by_name_from_pypiserver_keeps_torch(
 def test_uv_install_by_name_from_static_torch_index_keeps_torch(
     static_index: str, uv_venv: Path, wheels: dict[str, list[Path]], installer_env: dict[str, str], uv: str
 ) -> None:
-    _uninstall(uv_venv, uv, installer_env)
-    before = torch_state(uv_venv)
+    before = _uninstalled(uv_venv, uv, installer_env)
     plan = plan_install(f"{static_index}/simple/", PROJECT, Environment.probe(str(uv_venv)), installer="uv",
                         extra_index_urls=[PYPI])  # fmt: skip
     assert plan.index_url == f"{static_index}/simple/torch2.14/"
@@ -350,8 +350,7 @@ def test_pip_install_by_name_from_static_torch_index_keeps_torch(
     static_index: str, pip_venv: Path, wheels: dict[str, list[Path]], installer_env: dict[str, str], uv: str
 ) -> None:
     """The README's pip command, typed by hand: sub-index + PyPI as extra index + the torch pin."""
-    _uninstall(pip_venv, uv, installer_env)
-    before = torch_state(pip_venv)
+    before = _uninstalled(pip_venv, uv, installer_env)
     _run([str(pip_venv), "-m", "pip", "install", "--index-url", f"{static_index}/simple/torch2.14/",
           "--extra-index-url", PYPI, PROJECT, f"torch=={TORCH}"], env=installer_env)  # fmt: skip
     _assert_installed_and_runs(pip_venv, wheels["target"][0], before)
@@ -362,8 +361,7 @@ def test_uv_project_config_with_an_explicit_index_keeps_torch(
     tmp_path: Path,
 ) -> None:  # fmt: skip
     """The README's pyproject.toml: ``[[tool.uv.index]]`` with ``explicit = true`` and a ``[tool.uv.sources]`` pin."""
-    _uninstall(uv_venv, uv, installer_env)
-    before = torch_state(uv_venv)
+    before = _uninstalled(uv_venv, uv, installer_env)
     (tmp_path / "pyproject.toml").write_text(
         f"""[project]
 name = "my-app"
@@ -389,9 +387,7 @@ def test_missing_torch_combination_is_a_clear_error_not_a_torch_reinstall(
     static_index: str, pip_venv: Path, uv_venv: Path, installer_env: dict[str, str], uv: str
 ) -> None:
     decoys = f"{static_index}/decoys/simple/"  # builds for torch 2.13 and 2.15 only
-    for python in (pip_venv, uv_venv):
-        _uninstall(python, uv, installer_env)
-    before = {python: torch_state(python) for python in (pip_venv, uv_venv)}
+    before = {python: _uninstalled(python, uv, installer_env) for python in (pip_venv, uv_venv)}
 
     with pytest.raises(NoCompatibleWheel) as caught:
         plan_install(decoys, PROJECT, Environment.probe(str(pip_venv)), extra_index_urls=[PYPI])
