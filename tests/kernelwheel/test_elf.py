@@ -153,3 +153,112 @@ def test_elf_is_recognised_by_its_magic_not_its_name(good_so: bytes, tmp_path: P
     plain.write_text("x = 1\n")
     assert has_elf_magic(hidden) and not has_elf_magic(plain)
     assert not looks_like_shared_object("_ops.bin") and looks_like_shared_object("libx.so.1")
+
+
+@pytest.fixture
+def fresh_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.kernelwheel import elf
+
+    monkeypatch.setattr(elf, "_VERDICTS", {})
+    monkeypatch.setattr(elf, "_PLATFORMS", {})
+
+
+def _parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the real parser's calls."""
+    from tools.kernelwheel import elf
+
+    calls: list[int] = []
+    real = elf._parse
+
+    def counting(stream: object, size: int) -> object:
+        calls.append(size)
+        return real(stream, size)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(elf, "_parse", counting)
+    return calls
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_verdict_cache_by_content_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.kernelwheel import elf
+    from tools.kernelwheel.digests import file_digest
+
+    so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
+    first = read_elf(so, sha256=file_digest(so))
+    cache = tmp_path / "verdicts.json"
+    elf.save_verdicts(cache)
+    monkeypatch.setattr(elf, "_VERDICTS", {})
+    elf.load_verdicts(cache)
+    calls = _parses(monkeypatch)
+    # the same bytes under another name: the verdict is reused, the name-dependent facts are recomputed
+    copy = tmp_path / "other" / "_k_cpu_abc.cpython-311-x86_64-linux-gnu.so"
+    copy.parent.mkdir()
+    copy.write_bytes(so.read_bytes())
+    again = read_elf(copy, sha256=file_digest(copy))
+    assert calls == [] and (again.cpu, again.needed_versions, again.is_extension) == \
+        (first.cpu, first.needed_versions, first.is_extension)
+    assert again.python_abi == "cp311" and first.python_abi == "abi3"
+    # without a hash the file is parsed
+    read_elf(so)
+    assert len(calls) == 1
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_verdict_cache_refuses_a_changed_bad_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.kernelwheel import elf
+    from tools.kernelwheel.digests import file_digest
+
+    so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
+    read_elf(so, sha256=file_digest(so))
+    cache = tmp_path / "verdicts.json"
+    elf.save_verdicts(cache)
+    good = so.read_bytes()
+    so.unlink()
+    so.write_bytes(good[:64] + b"\0" * 16)  # ELF magic, damaged: a new hash, so it is parsed and refused
+    monkeypatch.setattr(elf, "_VERDICTS", {})
+    elf.load_verdicts(cache)
+    with pytest.raises(InvalidVariant, match="unreadable ELF file"):
+        read_elf(so, sha256=file_digest(so))
+    with pytest.raises(InvalidVariant, match="unreadable ELF file"):  # refusals are never cached
+        read_elf(so, sha256=file_digest(so))
+    assert len(elf._VERDICTS) == 1
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_verdict_cache_of_another_checker_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.kernelwheel import elf
+    from tools.kernelwheel.digests import file_digest
+
+    so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
+    read_elf(so, sha256=file_digest(so))
+    assert platform_tag([read_elf(so)], "x86_64") == "manylinux_2_17_x86_64"
+    cache = tmp_path / "verdicts.json"
+    elf.save_verdicts(cache)
+    monkeypatch.setattr(elf, "_VERDICTS", {})
+    monkeypatch.setattr(elf, "_PLATFORMS", {})
+    monkeypatch.setattr(elf, "_CHECKER_RULES", elf._CHECKER_RULES + 1)
+    elf.checker_version.cache_clear()
+    try:
+        elf.load_verdicts(cache)
+        assert elf._VERDICTS == {} and elf._PLATFORMS == {}
+        calls = _parses(monkeypatch)
+        read_elf(so, sha256=file_digest(so))
+        assert len(calls) == 1
+    finally:
+        elf.checker_version.cache_clear()
+    # a damaged cache file is ignored too
+    cache.write_bytes(b"{not json")
+    elf.load_verdicts(cache)
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_platform_tag_cache_keys_on_versions_not_names() -> None:
+    from tools.kernelwheel import elf
+
+    info = ElfInfo("x.so", "x86_64", frozenset({("GLIBC", "2.17"), ("GLIBCXX", "3.4.30")}), False, None)
+    assert platform_tag([info], "x86_64") == "manylinux_2_35_x86_64"
+    assert len(elf._PLATFORMS) == 1
+    renamed = ElfInfo("y.so", "x86_64", info.needed_versions, False, None)
+    assert platform_tag([renamed], "x86_64") == "manylinux_2_35_x86_64" and len(elf._PLATFORMS) == 1
+    older = ElfInfo("x.so", "x86_64", frozenset({("GLIBC", "2.17"), ("GLIBCXX", "3.4.21")}), False, None)
+    assert platform_tag([older], "x86_64") != "manylinux_2_35_x86_64" and len(elf._PLATFORMS) == 2

@@ -93,3 +93,41 @@ def test_unknown_repo_and_revision(hf_env: Path) -> None:
 def test_version_spec_forms(spec: str, admitted: str, refused: str) -> None:
     specifier = hub.parse_version_spec(spec)
     assert specifier.contains(admitted) and not specifier.contains(refused)
+
+
+def test_cached_fetch_needs_a_complete_recorded_snapshot(hf_env: Path, hub_repos: HubRepos,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = _settings()
+    patterns = ["build/torch-cpu/*"]
+    assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=patterns) is None  # nothing recorded yet
+    snap = hub.fetch(settings.api(), settings, "testorg/img2gray", "v1", patterns=patterns)
+    # recorded by fetch: the same snapshot, resolved through the Hub (one HEAD per repo type), no snapshot_download
+    assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=patterns) == snap
+    # other patterns or another revision: not what was recorded
+    assert hub.cached_fetch(settings, "testorg/img2gray", "v1") is None
+    assert hub.cached_fetch(settings, "testorg/img2gray", "v1.1.0", patterns=patterns) is None
+    # offline is fetch's (snapshot_download's own cache rules); a Hub that does not answer is too
+    assert hub.cached_fetch(_settings(HF_HUB_OFFLINE="1"), "testorg/img2gray", "v1", patterns=patterns) is None
+    assert hub.cached_fetch(_settings(HF_ENDPOINT="http://127.0.0.1:9"), "testorg/img2gray", "v1",
+                            patterns=patterns) is None
+    # a recorded file gone from the cache: fetch again
+    victim = next(p for p in (snap.root / "build" / "torch-cpu").rglob("*") if p.is_file())
+    victim.unlink()
+    assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=patterns) is None
+    assert hub.fetch(settings.api(), settings, "testorg/img2gray", "v1", patterns=patterns) == snap
+    assert victim.is_file()
+
+
+def test_cached_fetch_follows_a_moved_revision(hf_env: Path, hub_repos: HubRepos) -> None:
+    # The record says v1 was commit X; the Hub now answers another commit for v1: the record is not used.
+    settings = _settings()
+    patterns = ["build/torch-cpu/*"]
+    snap = hub.fetch(settings.api(), settings, "testorg/img2gray", "v1", patterns=patterns)
+    record = hub._record_path(settings, "testorg/img2gray", "v1", patterns)
+    other = hub_repos.commits["v1.0.0"]
+    assert other != snap.commit
+    text = record.read_text().replace(snap.commit, other)
+    record.write_text(text)
+    other_root = snap.root.parent / other
+    other_root.symlink_to(snap.root)  # every recorded file "cached" under the other commit too
+    assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=patterns) is None

@@ -137,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
                       variants=VariantFilter(patterns=tuple(args.variant)), allow_unknown_deps=args.allow_unknown_deps,
                       jobs=args.jobs, digest_cache=hub.digest_cache_file(hub.HubSettings.from_env()),
+                      verdict_cache=hub.elf_verdict_file(hub.HubSettings.from_env()),
                       signatures=SignatureOptions(
                           trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
                           require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))

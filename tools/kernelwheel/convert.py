@@ -37,7 +37,7 @@ from rich.markup import escape
 
 from tools.kernelwheel import elf, lockfile, wheelfile
 from tools.kernelwheel.console import activity, print_warning
-from tools.kernelwheel.digests import load_digest_cache, save_digest_cache, verify_digest
+from tools.kernelwheel.digests import file_digest, load_digest_cache, save_digest_cache, verify_digest
 from tools.kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
 from tools.kernelwheel.entry_runtime import SKIP_ARCH_CHECK
 from tools.kernelwheel.errors import InvalidVariant, InvalidWheel, InvalidWheelName, ToolError
@@ -84,6 +84,7 @@ class Options:
     signatures: SignatureOptions = field(default_factory=SignatureOptions)  # trust root, signer workflows
     jobs: int | None = None  # variants checked and wheels written at once (default: one per CPU core)
     digest_cache: Path | None = None  # file digests kept between runs (digests.save_digest_cache): reruns hash nothing
+    verdict_cache: Path | None = None  # ELF verdicts by content sha256 (elf.save_verdicts): reruns parse nothing
 
 
 class FailureReason(str):
@@ -225,7 +226,8 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
     elfs = []
     for arcname, path in sorted(payload.items()):
         if elf.looks_like_shared_object(arcname) or elf.has_elf_magic(path):  # by content: any name may hide one
-            elfs.append(elf.read_elf(Path(os.path.realpath(path)), display=f"{where}/{arcname[len(package)+1:]}"))
+            real = Path(os.path.realpath(path))
+            elfs.append(elf.read_elf(real, display=f"{where}/{arcname[len(package)+1:]}", sha256=file_digest(real)))
     if elfs and variant.arch is None:
         raise InvalidVariant(f"{where}: a noarch variant must not contain compiled files ({elfs[0].path})")
     if variant.arch is not None:
@@ -322,6 +324,8 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
     jobs = max(1, options.jobs or os.cpu_count() or 1)
     if options.digest_cache is not None:
         load_digest_cache(options.digest_cache)
+    if options.verdict_cache is not None:
+        elf.load_verdicts(options.verdict_cache)
     with activity(console) as display, ThreadPoolExecutor(jobs, thread_name_prefix="convert") as pool:
         task = display.task("checking", source.label, files_total=len(accepted))
         try:
@@ -374,6 +378,8 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
             raise
     if options.digest_cache is not None:
         save_digest_cache(options.digest_cache)
+    if options.verdict_cache is not None:
+        elf.save_verdicts(options.verdict_cache)
     return report
 
 

@@ -20,23 +20,25 @@ auditwheel raises on a damaged file becomes one ``InvalidVariant`` line.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
+import json
 import mmap
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, TYPE_CHECKING, cast
 
-from auditwheel.architecture import Architecture
-from auditwheel.elfutils import elf_find_versioned_symbols
-from auditwheel.libc import Libc
-from auditwheel.policy import WheelPolicies
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
-from tools.kernelwheel.errors import InvalidVariant
+from tools.kernelwheel.atomic import write_atomic
+from tools.kernelwheel.errors import InvalidVariant, ToolError
+from tools.kernelwheel.jsonload import loads_limited
 from tools.kernelwheel.naming import manylinux_tag
+
+if TYPE_CHECKING:  # auditwheel and pyelftools are imported where a file is parsed (~0.2 s of every start otherwise)
+    from auditwheel.policy import WheelPolicies
 
 ELF_MAGIC = b"\x7fELF"
 _MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_PPC64": "ppc64le", "EM_S390": "s390x"}
@@ -88,15 +90,82 @@ class ElfInfo:
         return (newest[0], newest[1] if len(newest) > 1 else 0)
 
 
-def read_elf(path: Path, display: str | None = None) -> ElfInfo:
-    """Read ``path``; ``InvalidVariant`` if it is not an ELF file or cannot be parsed."""
+# The verdict cache: what ``_parse`` found in a file, keyed by the file's content sha256 and by the checker (this
+# module's rules and the auditwheel / pyelftools versions doing the parsing). A verdict is a function of those bytes
+# and that checker only, so a file with a known hash is not parsed again; only files that parsed are kept (a
+# refusal is always found by parsing). ``platform_tag`` answers are kept the same way, keyed by their inputs.
+_CHECKER_RULES = 1  # raise whenever _parse or platform_tag decides differently
+_VERDICTS: dict[str, tuple[str, frozenset[tuple[str, str]], bool]] = {}
+_PLATFORMS: dict[str, str] = {}
+_VERDICTS_LOCK = threading.Lock()
+_VERDICTS_FORMAT = 1
+_VERDICTS_MAX_BYTES = 64 * 1024 * 1024
+
+
+@cache
+def checker_version() -> str:
+    """What a cached verdict was decided by: this module's rules and the parsing libraries' versions."""
+    versions = []
+    for dist in ("auditwheel", "pyelftools"):
+        try:
+            versions.append(f"{dist}={importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{dist}=?")
+    return ";".join([f"rules={_CHECKER_RULES}", *versions])
+
+
+def load_verdicts(path: Path) -> None:
+    """Remember the verdicts ``save_verdicts`` kept in ``path``; a missing or damaged file, or one written by
+    another checker version, is ignored (every file is then parsed)."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(_VERDICTS_MAX_BYTES + 1)
+        data = loads_limited(raw, str(path), max_bytes=_VERDICTS_MAX_BYTES, max_depth=8)
+        if not isinstance(data, dict) or data.get("format") != _VERDICTS_FORMAT \
+                or data.get("checker") != checker_version():
+            return
+        elfs = {str(sha): (str(cpu), frozenset((str(lib), str(v)) for lib, v in needed), pyinit is True)
+                for sha, (cpu, needed, pyinit) in data["elf"].items()}
+        platforms = {str(key): str(tag) for key, tag in data["platform"].items()}
+    except (OSError, ToolError, ValueError, KeyError, TypeError, AttributeError):
+        return
+    with _VERDICTS_LOCK:
+        for sha, verdict in elfs.items():
+            _VERDICTS.setdefault(sha, verdict)
+        for key, tag in platforms.items():
+            _PLATFORMS.setdefault(key, tag)
+
+
+def save_verdicts(path: Path) -> None:
+    """Keep the verdicts known to this run in ``path`` (atomically) for the next run."""
+    with _VERDICTS_LOCK:
+        data = {"format": _VERDICTS_FORMAT, "checker": checker_version(),
+                "elf": {sha: [cpu, sorted(needed), pyinit] for sha, (cpu, needed, pyinit) in sorted(_VERDICTS.items())},
+                "platform": dict(sorted(_PLATFORMS.items()))}
+    with contextlib.suppress(OSError):  # a read-only cache only costs the next run its parsing
+        write_atomic(path, json.dumps(data).encode())
+
+
+def read_elf(path: Path, display: str | None = None, *, sha256: bytes | None = None) -> ElfInfo:
+    """Read ``path``; ``InvalidVariant`` if it is not an ELF file or cannot be parsed. ``sha256``: the file's content
+    digest, when the caller has it (``digests.file_digest``): a file already parsed by this checker is not parsed
+    again (the verdict cache above)."""
     shown = display or str(path)
+    key = sha256.hex() if sha256 is not None else None
     try:
         with path.open("rb") as fh:
             if not is_elf(fh.read(4)):
                 raise InvalidVariant(f"{shown}: not an ELF file (a .so in a Linux build must be an ELF shared object)")
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                cpu, needed, exports_pyinit = _parse(mapped, len(mapped))
+            known = _VERDICTS.get(key) if key is not None else None
+            if known is not None:
+                cpu, needed, exports_pyinit = known
+            else:
+                with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                    cpu, found, exports_pyinit = _parse(mapped, len(mapped))
+                needed = frozenset(found)
+                if key is not None:
+                    with _VERDICTS_LOCK:
+                        _VERDICTS[key] = (cpu, needed, exports_pyinit)
     except InvalidVariant:
         raise
     except OSError as exc:
@@ -115,11 +184,15 @@ def read_elf(path: Path, display: str | None = None) -> ElfInfo:
         else:
             # A bare "mod.so" imports on any CPython 3; it is abi3 in practice for kernel-builder output.
             python_abi = "abi3"
-    return ElfInfo(shown, cpu, frozenset(needed), exports_pyinit, python_abi)
+    return ElfInfo(shown, cpu, needed, exports_pyinit, python_abi)
 
 
 def _parse(stream: mmap.mmap, size: int) -> tuple[str, set[tuple[str, str]], bool]:
     """``(cpu, needed symbol versions, exports PyInit_*)``; every walk is bounded by the file's size."""
+    from auditwheel.elfutils import elf_find_versioned_symbols
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
     # No honest file has more entries than it has 8-byte units (a symbol or version entry is 16 bytes or more).
     most = max(size // 8, 64)
     elf = ELFFile(cast("IO[bytes]", stream))  # an mmap has the read/seek/tell ELFFile uses
@@ -150,6 +223,10 @@ def _parse(stream: mmap.mmap, size: int) -> tuple[str, set[tuple[str, str]], boo
 
 @cache
 def _policies(cpu: str) -> WheelPolicies:
+    from auditwheel.architecture import Architecture
+    from auditwheel.libc import Libc
+    from auditwheel.policy import WheelPolicies
+
     try:
         arch = Architecture(cpu)
     except ValueError:
@@ -168,10 +245,19 @@ def platform_tag(infos: Iterable[ElfInfo], cpu: str) -> str:
     glibc_floor = max((i.glibc for i in infos if i.glibc), default=(2, 17))
     # Only libstdc++/libgcc versions go to the policy: GLIBC is taken exactly (module docstring).
     libstdcxx = {i.path: {f"{lib}_{v}" for lib, v in i.needed_versions if lib != "GLIBC"} for i in infos}
+    # The answer depends on the version sets only (not on the file names): the key for the verdict cache.
+    key = json.dumps([cpu, list(glibc_floor), sorted(sorted(versions) for versions in libstdcxx.values())])
+    known = _PLATFORMS.get(key)
+    if known is not None:
+        return known
     policy = _policies(cpu).versioned_symbols_policy(libstdcxx)
     if not policy.name.startswith("manylinux_"):  # only the generic linux policy allows them: newer than all
-        return manylinux_tag(glibc_floor, cpu)
-    return manylinux_tag(max(_glibc_of_policy(policy.name), glibc_floor), cpu)
+        tag = manylinux_tag(glibc_floor, cpu)
+    else:
+        tag = manylinux_tag(max(_glibc_of_policy(policy.name), glibc_floor), cpu)
+    with _VERDICTS_LOCK:
+        _PLATFORMS[key] = tag
+    return tag
 
 
 @dataclass(frozen=True)

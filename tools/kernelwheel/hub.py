@@ -14,18 +14,22 @@ an ``OfflineCacheMiss`` that says what to run. Offline ``--version`` reads the c
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from huggingface_hub import HfApi, cached_assets_path, snapshot_download
+from huggingface_hub import cached_assets_path
 from huggingface_hub import constants as hf_constants
 from huggingface_hub.errors import (
     EntryNotFoundError,
+    GatedRepoError,
     HfHubHTTPError,
     IncompleteSnapshotError,
     LocalEntryNotFoundError,
@@ -38,7 +42,11 @@ from packaging.version import InvalidVersion, Version
 from tqdm.auto import tqdm
 
 from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
+from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound, ToolError
+from tools.kernelwheel.jsonload import loads_limited
+
+if TYPE_CHECKING:  # huggingface_hub's hf_api (HfApi, snapshot_download) costs ~0.15 s more to import than a HEAD
+    from huggingface_hub import HfApi
 
 REPO_TYPES = ("kernel", "model")
 DOWNLOAD_WORKERS = 8  # files snapshot_download fetches at once (its own default)
@@ -75,6 +83,8 @@ class HubSettings:
         return cls(env.get("HF_ENDPOINT") or None, env.get("HF_TOKEN") or None, offline, cache, assets)
 
     def api(self) -> HfApi:
+        from huggingface_hub import HfApi
+
         return HfApi(endpoint=self.endpoint, token=self.token)
 
 
@@ -249,6 +259,8 @@ def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str
     # them per connection: 8 downloads of large files held ~280 MB. 1 MiB pieces hold ~60 MB at the same speed
     # (benchmarks/NOTES.md). The constant is read at every download, so setting it here is enough.
     hf_constants.DOWNLOAD_CHUNK_SIZE = min(hf_constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_CHUNK)
+    from huggingface_hub import snapshot_download
+
     return Path(
         snapshot_download(
             repo_id,
@@ -315,7 +327,10 @@ def fetch(
             if not _is_missing(exc):
                 failure = failure or HubError(f"{repo_id}@{revision}: fetching from {api.endpoint} failed: {exc}")
             continue
-        return Snapshot(repo_id, repo_type, root.name, root, root.parent.parent / "blobs")
+        snapshot = Snapshot(repo_id, repo_type, root.name, root, root.parent.parent / "blobs")
+        if not settings.offline:
+            _record_complete(settings, snapshot, revision, allow)
+        return snapshot
     if failure is not None:
         if incomplete is not None:
             raise HubError(f"{failure}; the cache holds only part of the files ({incomplete})")
@@ -330,10 +345,89 @@ def fetch(
     raise _not_found(api, repo_id, revision)
 
 
+# A complete snapshot, recorded after snapshot_download returned it online: (repo, revision, patterns) → the repo
+# type that served it, the commit and every file it holds. A rerun asks the Hub one HEAD for the revision's commit
+# (what snapshot_download's repo_info call is for) and, when it is the recorded commit and every recorded file is
+# still in the cache, skips snapshot_download: with a commit whose files are all cached, it downloads nothing.
+_RECORD_FORMAT = 1
+_RECORD_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _record_path(settings: HubSettings, repo_id: str, revision: str, patterns: list[str]) -> Path:
+    key = hashlib.sha256(json.dumps([revision, patterns, list(IGNORE_PATTERNS)]).encode()).hexdigest()[:32]
+    folder = cached_assets_path("hub2wheel", namespace=repo_id.replace("/", "--"), subfolder="snapshots",
+                                assets_dir=settings.assets_dir)
+    return folder / f"{key}.json"
+
+
+def _record_complete(settings: HubSettings, snapshot: Snapshot, revision: str, patterns: list[str]) -> None:
+    files = sorted(str(p.relative_to(snapshot.root)) for p in snapshot.root.rglob("*") if p.is_file()) \
+        if snapshot.root.is_dir() else []
+    record = {"format": _RECORD_FORMAT, "repo_type": snapshot.repo_type, "commit": snapshot.commit, "files": files}
+    with contextlib.suppress(OSError):  # a read-only assets cache only costs the next run its snapshot_download
+        write_atomic(_record_path(settings, snapshot.repo_id, revision, patterns), json.dumps(record).encode())
+
+
+def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: str, filename: str) -> str:
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    url = hf_hub_url(repo_id, filename, repo_type=None if repo_type == "model" else repo_type, revision=revision,
+                     endpoint=settings.endpoint)
+    commit = get_hf_file_metadata(url, token=settings.token, endpoint=settings.endpoint).commit_hash
+    if not commit:
+        raise HubError(f"{url}: no commit in the answer")
+    return commit
+
+
+def cached_fetch(settings: HubSettings, repo_id: str, revision: str, *,
+                 patterns: Iterable[str] = ("build/*",)) -> Snapshot | None:
+    """What ``fetch`` would return, without snapshot_download, when an earlier online ``fetch`` of the same
+    ``repo_id``, ``revision`` and ``patterns`` recorded a complete snapshot, the Hub still resolves ``revision`` to
+    that commit (one HEAD; earlier repo types in ``REPO_TYPES`` must still answer "no such repository", as
+    ``fetch`` tries them first), and every recorded file is still in the cache. None: call ``fetch``."""
+    if settings.offline:
+        return None
+    allow = list(patterns)
+    try:
+        with _record_path(settings, repo_id, revision, allow).open("rb") as fh:
+            record = loads_limited(fh.read(_RECORD_MAX_BYTES + 1), "snapshot record", max_bytes=_RECORD_MAX_BYTES,
+                                   max_depth=4)
+        if not isinstance(record, dict):
+            return None
+        repo_type, commit, files = record["repo_type"], record["commit"], record["files"]
+        if record.get("format") != _RECORD_FORMAT or repo_type not in REPO_TYPES or not files \
+                or not all(isinstance(f, str) for f in files) or not isinstance(commit, str):
+            return None
+    except (OSError, ToolError, KeyError, TypeError, AttributeError):
+        return None
+    root = _cache_folder(settings, repo_id, repo_type) / "snapshots" / commit
+    if root.name != commit or not all((root / f).is_file() for f in files):
+        return None
+    try:
+        for earlier in REPO_TYPES[:REPO_TYPES.index(repo_type)]:
+            try:
+                _head_commit(settings, repo_id, earlier, revision, files[0])
+            except RepositoryNotFoundError as exc:
+                if isinstance(exc, GatedRepoError):
+                    return None
+                continue
+            return None  # that type answers now: fetch decides
+        if _head_commit(settings, repo_id, repo_type, revision, files[0]) != commit:
+            return None
+    except Exception:  # any other answer, or none: fetch asks again and reports it
+        return None
+    return Snapshot(repo_id, repo_type, commit, root, root.parent.parent / "blobs")
+
+
 def digest_cache_file(settings: HubSettings) -> Path:
     """Where hub2wheel keeps file digests between runs (``digests.save_digest_cache``), in huggingface_hub's assets
     cache beside the files they describe."""
     return cached_assets_path("hub2wheel", namespace="file-digests", assets_dir=settings.assets_dir) / "sha256.json"
+
+
+def elf_verdict_file(settings: HubSettings) -> Path:
+    """Where hub2wheel keeps ELF verdicts between runs (``elf.save_verdicts``), keyed by the files' content sha256."""
+    return digest_cache_file(settings).with_name("elf-verdicts.json")
 
 
 def commit_date(api: HfApi, settings: HubSettings, snapshot: Snapshot) -> datetime:

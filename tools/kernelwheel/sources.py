@@ -28,6 +28,8 @@ def local_source(folder: Path) -> Source:
 
 
 def _check_trust(settings: hub.HubSettings, repo_id: str, trust: TrustPolicy, console: Console) -> None:
+    if trust.allows_without_asking(repo_id):
+        return  # no HfApi needed (its import is ~0.15 s of a rerun)
     warning = check_publisher(settings.api(), repo_id, trust, offline=settings.offline)
     if warning is not None:
         print_warning(console, warning)
@@ -35,6 +37,11 @@ def _check_trust(settings: hub.HubSettings, repo_id: str, trust: TrustPolicy, co
 
 def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
            console: Console) -> hub.Snapshot:
+    cached = hub.cached_fetch(settings, repo_id, revision, patterns=patterns)
+    if cached is not None:
+        print_step(console, f"fetching {repo_id}@{revision}: 0 files, 0.0 MiB downloaded (every file already in the "
+                            f"cache at commit {cached.commit})")
+        return cached
     with activity(console) as display:
         task = display.task("fetching", f"{repo_id}@{revision}")
         counts = {"files": 0, "bytes": 0}

@@ -10,8 +10,10 @@ and so does this module. Local folders are never gated: the user chose those fil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from huggingface_hub import HfApi
+if TYPE_CHECKING:
+    from huggingface_hub import HfApi
 
 from tools.kernelwheel.errors import UntrustedPublisher
 
