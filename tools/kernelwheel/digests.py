@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import hashlib
-import json
 import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import DigestMismatch, InvalidVariant, ToolError
-from tools.kernelwheel.jsonload import loads_limited
+from tools.kernelwheel import json_cache
+from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
 
 _DIGEST_EXCLUDED = {"metadata.json", SIGSTORE_BUNDLE}
@@ -70,15 +67,13 @@ def load_digest_cache(path: Path) -> None:
 
     An entry is used only while the file's identity (device, inode, size, mtime and ctime, in nanoseconds) is the
     one it was hashed with, as git's index trusts a file's stat; any write changes the ctime."""
+    data = json_cache.load(path, {"format": _CACHE_FORMAT}, max_bytes=_CACHE_MAX_BYTES)
+    if data is None:
+        return
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(_CACHE_MAX_BYTES + 1)
-        data = loads_limited(raw, str(path), max_bytes=_CACHE_MAX_BYTES, max_depth=8)
-        if not isinstance(data, dict) or data.get("format") != _CACHE_FORMAT:
-            return
         for real, algorithm, identity, digest in data["entries"]:
             _DIGESTS.setdefault((str(real), str(algorithm)), (tuple(int(i) for i in identity), bytes.fromhex(digest)))
-    except (OSError, ToolError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return
 
 
@@ -96,8 +91,7 @@ def save_digest_cache(path: Path) -> None:
         if _identity(st) != identity or max(st.st_mtime_ns, st.st_ctime_ns) > settled:
             continue
         entries.append([real, algorithm, list(identity), digest.hex()])
-    with contextlib.suppress(OSError):  # a read-only cache only costs the next run its hashing
-        write_atomic(path, json.dumps({"format": _CACHE_FORMAT, "entries": entries}).encode())
+    json_cache.save(path, {"format": _CACHE_FORMAT}, {"entries": entries})
 
 
 def checked_digest(path: Path, algorithm: str = "sha256") -> bytes | None:

@@ -20,7 +20,6 @@ auditwheel raises on a damaged file becomes one ``InvalidVariant`` line.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
 import json
 import mmap
@@ -32,9 +31,8 @@ from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import InvalidVariant, ToolError
-from tools.kernelwheel.jsonload import loads_limited
+from tools.kernelwheel import json_cache
+from tools.kernelwheel.errors import InvalidVariant
 from tools.kernelwheel.naming import manylinux_tag
 
 if TYPE_CHECKING:  # auditwheel and pyelftools are imported where a file is parsed (~0.2 s of every start otherwise)
@@ -117,17 +115,14 @@ def checker_version() -> str:
 def load_verdicts(path: Path) -> None:
     """Remember the verdicts ``save_verdicts`` kept in ``path``; a missing or damaged file, or one written by
     another checker version, is ignored (every file is then parsed)."""
+    data = json_cache.load(path, _verdicts_header(), max_bytes=_VERDICTS_MAX_BYTES)
+    if data is None:
+        return
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(_VERDICTS_MAX_BYTES + 1)
-        data = loads_limited(raw, str(path), max_bytes=_VERDICTS_MAX_BYTES, max_depth=8)
-        if not isinstance(data, dict) or data.get("format") != _VERDICTS_FORMAT \
-                or data.get("checker") != checker_version():
-            return
         elfs = {str(sha): (str(cpu), frozenset((str(lib), str(v)) for lib, v in needed), pyinit is True)
                 for sha, (cpu, needed, pyinit) in data["elf"].items()}
         platforms = {str(key): str(tag) for key, tag in data["platform"].items()}
-    except (OSError, ToolError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return
     with _VERDICTS_LOCK:
         for sha, verdict in elfs.items():
@@ -139,11 +134,13 @@ def load_verdicts(path: Path) -> None:
 def save_verdicts(path: Path) -> None:
     """Keep the verdicts known to this run in ``path`` (atomically) for the next run."""
     with _VERDICTS_LOCK:
-        data = {"format": _VERDICTS_FORMAT, "checker": checker_version(),
-                "elf": {sha: [cpu, sorted(needed), pyinit] for sha, (cpu, needed, pyinit) in sorted(_VERDICTS.items())},
+        body = {"elf": {sha: [cpu, sorted(needed), pyinit] for sha, (cpu, needed, pyinit) in sorted(_VERDICTS.items())},
                 "platform": dict(sorted(_PLATFORMS.items()))}
-    with contextlib.suppress(OSError):  # a read-only cache only costs the next run its parsing
-        write_atomic(path, json.dumps(data).encode())
+    json_cache.save(path, _verdicts_header(), body)
+
+
+def _verdicts_header() -> dict[str, object]:
+    return {"format": _VERDICTS_FORMAT, "checker": checker_version()}
 
 
 def read_elf(path: Path, display: str | None = None, *, sha256: bytes | None = None) -> ElfInfo:

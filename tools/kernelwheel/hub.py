@@ -14,7 +14,6 @@ an ``OfflineCacheMiss`` that says what to run. Offline ``--version`` reads the c
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -41,9 +40,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from tqdm.auto import tqdm
 
+from tools.kernelwheel import json_cache
 from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound, ToolError
-from tools.kernelwheel.jsonload import loads_limited
+from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
 if TYPE_CHECKING:  # huggingface_hub's hf_api (HfApi, snapshot_download) costs ~0.15 s more to import than a HEAD
     from huggingface_hub import HfApi
@@ -363,9 +362,8 @@ def _record_path(settings: HubSettings, repo_id: str, revision: str, patterns: l
 def _record_complete(settings: HubSettings, snapshot: Snapshot, revision: str, patterns: list[str]) -> None:
     files = sorted(str(p.relative_to(snapshot.root)) for p in snapshot.root.rglob("*") if p.is_file()) \
         if snapshot.root.is_dir() else []
-    record = {"format": _RECORD_FORMAT, "repo_type": snapshot.repo_type, "commit": snapshot.commit, "files": files}
-    with contextlib.suppress(OSError):  # a read-only assets cache only costs the next run its snapshot_download
-        write_atomic(_record_path(settings, snapshot.repo_id, revision, patterns), json.dumps(record).encode())
+    json_cache.save(_record_path(settings, snapshot.repo_id, revision, patterns), {"format": _RECORD_FORMAT},
+                    {"repo_type": snapshot.repo_type, "commit": snapshot.commit, "files": files})
 
 
 def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: str, filename: str) -> str:
@@ -388,17 +386,16 @@ def cached_fetch(settings: HubSettings, repo_id: str, revision: str, *,
     if settings.offline:
         return None
     allow = list(patterns)
+    record = json_cache.load(_record_path(settings, repo_id, revision, allow), {"format": _RECORD_FORMAT},
+                             max_bytes=_RECORD_MAX_BYTES, max_depth=4)
+    if record is None:
+        return None
     try:
-        with _record_path(settings, repo_id, revision, allow).open("rb") as fh:
-            record = loads_limited(fh.read(_RECORD_MAX_BYTES + 1), "snapshot record", max_bytes=_RECORD_MAX_BYTES,
-                                   max_depth=4)
-        if not isinstance(record, dict):
-            return None
         repo_type, commit, files = record["repo_type"], record["commit"], record["files"]
-        if record.get("format") != _RECORD_FORMAT or repo_type not in REPO_TYPES or not files \
-                or not all(isinstance(f, str) for f in files) or not isinstance(commit, str):
+        if repo_type not in REPO_TYPES or not files or not all(isinstance(f, str) for f in files) \
+                or not isinstance(commit, str):
             return None
-    except (OSError, ToolError, KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError):
         return None
     root = _cache_folder(settings, repo_id, repo_type) / "snapshots" / commit
     if root.name != commit or not all((root / f).is_file() for f in files):
