@@ -322,6 +322,34 @@ def test_hub_rerun_rewrites_nothing_and_offline_gives_the_same_wheels(
         n: d for n, (d, _, _) in first.items()}
 
 
+# Run in a fresh interpreter: which modules a rerun imports is the point (no HTTP stack, no HfApi).
+_RERUN_PROBE = """
+import sys
+from tools.cli.hub2wheel import main
+rc = main(sys.argv[1:])
+loaded = sorted(m for m in sys.modules if m.partition(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2")
+                or m in ("huggingface_hub.hf_api", "huggingface_hub.file_download", "huggingface_hub.errors"))
+print("network modules:", loaded, file=sys.stderr)
+sys.exit(rc)
+"""
+
+
+def test_hub_rerun_of_a_commit_asks_the_hub_nothing(
+        hf_env: Path, hub_repos: HubRepos, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    commit = hub_repos.commits["v1.0.0"]
+    argv = [*TRUST, "testorg/img2gray", "--revision", commit, "--out", str(tmp_path / "wh")]
+    rc, out, err = _run(argv, capsys)
+    assert rc == 0 and out, err
+    first = _wheel_facts(tmp_path / "wh")
+    # the Hub unreachable, and online: a commit's files cannot change, so nothing is asked and nothing rewritten
+    rerun = subprocess.run([sys.executable, "-c", _RERUN_PROBE, *argv], cwd=REPO_ROOT, capture_output=True,
+                           text=True, env={**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9"}, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{len(out)} wheel(s) written ({len(out)} already up to date)" in rerun.stderr
+    assert "network modules: []" in rerun.stderr
+    assert _wheel_facts(tmp_path / "wh") == first
+
+
 def test_jobs_must_be_positive(flat_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main([str(flat_repo), "--out", str(tmp_path), "--jobs", "0"])

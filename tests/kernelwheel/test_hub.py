@@ -131,3 +131,38 @@ def test_cached_fetch_follows_a_moved_revision(hf_env: Path, hub_repos: HubRepos
     other_root = snap.root.parent / other
     other_root.symlink_to(snap.root)  # every recorded file "cached" under the other commit too
     assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=patterns) is None
+
+
+def test_cached_fetch_of_a_commit_asks_nothing(hf_env: Path, hub_repos: HubRepos) -> None:
+    # A commit id's files never change: once recorded complete, the snapshot is served with the Hub unreachable,
+    # online or offline, as huggingface_hub's hf_hub_download does for a cached file of a commit id.
+    settings = _settings()
+    patterns = ["build/torch-cpu/*"]
+    commit = hub_repos.commits["v1.1.0"]
+    assert hub.cached_fetch(settings, "testorg/img2gray", commit, patterns=patterns) is None  # nothing recorded yet
+    snap = hub.fetch(settings.api(), settings, "testorg/img2gray", commit, patterns=patterns)
+    assert snap.commit == commit
+    for dead in (_settings(HF_ENDPOINT="http://127.0.0.1:9"), _settings(HF_ENDPOINT="http://127.0.0.1:9",
+                                                                      HF_HUB_OFFLINE="1")):
+        assert hub.cached_fetch(dead, "testorg/img2gray", commit, patterns=patterns) == snap
+    # the same commit fetched as a tag is another record (a tag moves; it is asked for)
+    assert hub.cached_fetch(settings, "testorg/img2gray", commit, patterns=["build/*"]) is None
+    # a record whose commit is not the revision asked for, or that misses a file, is not used
+    record = hub._record_path(settings, "testorg/img2gray", commit, patterns)
+    text = record.read_text()
+    record.write_text(text.replace(commit, hub_repos.commits["v1.0.0"]))
+    assert hub.cached_fetch(settings, "testorg/img2gray", commit, patterns=patterns) is None
+    record.write_text(text)
+    victim = next(p for p in snap.root.rglob("*") if p.is_file())
+    victim.unlink()
+    assert hub.cached_fetch(settings, "testorg/img2gray", commit, patterns=patterns) is None
+
+
+@pytest.mark.parametrize("repo_type", hub.REPO_TYPES)
+@pytest.mark.parametrize("repo_id", ["testorg/img2gray", "kernels-community/activation", "a.b/c_d-1"])
+def test_cache_folder_is_huggingface_hubs(repo_id: str, repo_type: str) -> None:
+    from huggingface_hub.file_download import repo_folder_name
+
+    settings = _settings()
+    assert hub._cache_folder(settings, repo_id, repo_type) == \
+        settings.cache_dir / repo_folder_name(repo_id=repo_id, repo_type=repo_type)

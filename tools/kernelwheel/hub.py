@@ -26,26 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 from huggingface_hub import cached_assets_path
 from huggingface_hub import constants as hf_constants
-from huggingface_hub.errors import (
-    EntryNotFoundError,
-    GatedRepoError,
-    HfHubHTTPError,
-    IncompleteSnapshotError,
-    LocalEntryNotFoundError,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
-from huggingface_hub.file_download import repo_folder_name
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from tqdm.auto import tqdm
 
 from tools.kernelwheel import json_cache
 from tools.kernelwheel.atomic import write_atomic
 from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
-if TYPE_CHECKING:  # huggingface_hub's hf_api (HfApi, snapshot_download) costs ~0.15 s more to import than a HEAD
+# What a rerun of a pinned commit never needs is imported where it is used: huggingface_hub.errors brings httpx
+# (~0.12 s), file_download ~0.08 s more, hf_api (HfApi, snapshot_download) ~0.15 s more.
+if TYPE_CHECKING:
     from huggingface_hub import HfApi
+    from tqdm import tqdm
 
 REPO_TYPES = ("kernel", "model")
 DOWNLOAD_WORKERS = 8  # files snapshot_download fetches at once (its own default)
@@ -53,6 +45,7 @@ DOWNLOAD_CHUNK = 1 << 20  # bytes huggingface_hub reads from a response at a tim
 # Never fetched: byte code someone committed along with a build.
 IGNORE_PATTERNS = ("*.pyc", "__pycache__/*", "*/__pycache__/*")
 _VERSION_REF = re.compile(r"^v(\d+(?:\.\d+)*)$")
+_COMMIT_HASH = re.compile(r"[0-9a-f]{40}")  # a full commit id, as huggingface_hub recognises one
 _TRUE = {"1", "on", "yes", "true"}
 
 # (file, files done, files total). snapshot_download downloads concurrently and reports only a count of finished
@@ -159,7 +152,9 @@ def pick_version(refs: list[VersionRef], spec: str, repo_id: str) -> VersionRef:
 
 
 def _cache_folder(settings: HubSettings, repo_id: str, repo_type: str) -> Path:
-    return settings.cache_dir / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
+    # huggingface_hub's file_download.repo_folder_name, spelled out: that module costs ~0.2 s to import, which is
+    # most of a rerun of a pinned commit (tests/kernelwheel/test_hub.py checks that both name the same folder).
+    return settings.cache_dir / hf_constants.REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
 
 
 def _cached_refs(settings: HubSettings, repo_id: str) -> tuple[str, dict[str, str]] | None:
@@ -177,6 +172,13 @@ def _cached_refs(settings: HubSettings, repo_id: str) -> tuple[str, dict[str, st
 
 def _is_missing(exc: BaseException) -> bool:
     """An answer meaning "no such repository of this type" (so the next repo type is worth a try)."""
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
+
     if isinstance(exc, LocalEntryNotFoundError):
         return False  # an EntryNotFoundError too, but it means "not in the cache", not "not on the Hub"
     if isinstance(exc, (RepositoryNotFoundError, EntryNotFoundError)):
@@ -221,6 +223,7 @@ def _progress_class(on_file: ProgressCallback | None, on_bytes: BytesProgressCal
     """A ``tqdm_class`` for snapshot_download: its bars stay silent (the caller draws its own), the one that
     counts files (the only one whose unit is not bytes) reports to ``on_file``, and the one that sums the bytes
     written by every download ("Reconstructing ...") to ``on_bytes``."""
+    from tqdm.auto import tqdm
 
     # tqdm ships no type information (pyproject.toml's mypy override), so to mypy its class is Any. Subclassing the
     # real tqdm, not mimicking it, keeps every method snapshot_download calls on its bars.
@@ -304,6 +307,8 @@ def fetch(
 ) -> Snapshot:
     """Make the files of ``repo_id@revision`` that match ``patterns`` available in the cache (only from the cache
     when offline); files already cached are not downloaded again."""
+    from huggingface_hub.errors import IncompleteSnapshotError, LocalEntryNotFoundError, RevisionNotFoundError
+
     allow = list(patterns)
     # Each repo type is tried in turn; a failure is only reported when no type serves the files.
     failure: HubError | None = None
@@ -345,11 +350,22 @@ def fetch(
 
 
 # A complete snapshot, recorded after snapshot_download returned it online: (repo, revision, patterns) → the repo
-# type that served it, the commit and every file it holds. A rerun asks the Hub one HEAD for the revision's commit
-# (what snapshot_download's repo_info call is for) and, when it is the recorded commit and every recorded file is
-# still in the cache, skips snapshot_download: with a commit whose files are all cached, it downloads nothing.
+# type that served it, the commit and every file it holds. When every recorded file is still in the cache, a rerun
+# skips snapshot_download (with a commit whose files are all cached, it downloads nothing) and
+# * for a commit id (``--revision <sha>``, a kernels.lock entry) asks nothing at all, online or offline: a commit's
+#   files never change, and huggingface_hub's own hf_hub_download serves a cached file of a commit id without a
+#   request too;
+# * for a branch or tag asks the Hub one HEAD for the revision's commit (what snapshot_download's repo_info call is
+#   for) and uses the record only if it is the recorded commit.
 _RECORD_FORMAT = 1
 _RECORD_MAX_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Record:
+    repo_type: str
+    commit: str
+    files: list[str]
 
 
 def _record_path(settings: HubSettings, repo_id: str, revision: str, patterns: list[str]) -> Path:
@@ -366,6 +382,22 @@ def _record_complete(settings: HubSettings, snapshot: Snapshot, revision: str, p
                     {"repo_type": snapshot.repo_type, "commit": snapshot.commit, "files": files})
 
 
+def _load_record(settings: HubSettings, repo_id: str, revision: str, patterns: list[str]) -> _Record | None:
+    """The recorded snapshot, if it is well formed and every file it lists is still in the cache."""
+    record = json_cache.load(_record_path(settings, repo_id, revision, patterns), {"format": _RECORD_FORMAT},
+                             max_bytes=_RECORD_MAX_BYTES, max_depth=4)
+    if record is None:
+        return None
+    repo_type, commit, files = record.get("repo_type"), record.get("commit"), record.get("files")
+    if repo_type not in REPO_TYPES or not isinstance(commit, str) or not _COMMIT_HASH.fullmatch(commit) \
+            or not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
+        return None
+    root = _cache_folder(settings, repo_id, str(repo_type)) / "snapshots" / commit
+    if not all((root / f).is_file() for f in files):
+        return None
+    return _Record(str(repo_type), commit, files)
+
+
 def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: str, filename: str) -> str:
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
@@ -377,43 +409,41 @@ def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: 
     return commit
 
 
+def _still_resolves(settings: HubSettings, repo_id: str, revision: str, record: _Record) -> bool:
+    """The Hub resolves ``revision`` to the recorded commit, and repo types that ``fetch`` tries before the recorded
+    one still answer "no such repository"."""
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        for earlier in REPO_TYPES[:REPO_TYPES.index(record.repo_type)]:
+            try:
+                _head_commit(settings, repo_id, earlier, revision, record.files[0])
+            except RepositoryNotFoundError as exc:
+                if isinstance(exc, GatedRepoError):
+                    return False
+                continue
+            return False  # that type answers now: fetch decides
+        return _head_commit(settings, repo_id, record.repo_type, revision, record.files[0]) == record.commit
+    except Exception:  # any other answer, or none: fetch asks again and reports it
+        return False
+
+
 def cached_fetch(settings: HubSettings, repo_id: str, revision: str, *,
                  patterns: Iterable[str] = ("build/*",)) -> Snapshot | None:
     """What ``fetch`` would return, without snapshot_download, when an earlier online ``fetch`` of the same
-    ``repo_id``, ``revision`` and ``patterns`` recorded a complete snapshot, the Hub still resolves ``revision`` to
-    that commit (one HEAD; earlier repo types in ``REPO_TYPES`` must still answer "no such repository", as
-    ``fetch`` tries them first), and every recorded file is still in the cache. None: call ``fetch``."""
-    if settings.offline:
-        return None
-    allow = list(patterns)
-    record = json_cache.load(_record_path(settings, repo_id, revision, allow), {"format": _RECORD_FORMAT},
-                             max_bytes=_RECORD_MAX_BYTES, max_depth=4)
+    ``repo_id``, ``revision`` and ``patterns`` recorded a complete snapshot whose files are all still in the cache:
+    at once for a commit id, after one HEAD (two for a model repository) for a branch or tag. None: call
+    ``fetch``."""
+    record = _load_record(settings, repo_id, revision, list(patterns))
     if record is None:
         return None
-    try:
-        repo_type, commit, files = record["repo_type"], record["commit"], record["files"]
-        if repo_type not in REPO_TYPES or not files or not all(isinstance(f, str) for f in files) \
-                or not isinstance(commit, str):
+    if _COMMIT_HASH.fullmatch(revision):
+        if record.commit != revision:
             return None
-    except (KeyError, TypeError):
+    elif settings.offline or not _still_resolves(settings, repo_id, revision, record):
         return None
-    root = _cache_folder(settings, repo_id, repo_type) / "snapshots" / commit
-    if root.name != commit or not all((root / f).is_file() for f in files):
-        return None
-    try:
-        for earlier in REPO_TYPES[:REPO_TYPES.index(repo_type)]:
-            try:
-                _head_commit(settings, repo_id, earlier, revision, files[0])
-            except RepositoryNotFoundError as exc:
-                if isinstance(exc, GatedRepoError):
-                    return None
-                continue
-            return None  # that type answers now: fetch decides
-        if _head_commit(settings, repo_id, repo_type, revision, files[0]) != commit:
-            return None
-    except Exception:  # any other answer, or none: fetch asks again and reports it
-        return None
-    return Snapshot(repo_id, repo_type, commit, root, root.parent.parent / "blobs")
+    root = _cache_folder(settings, repo_id, record.repo_type) / "snapshots" / record.commit
+    return Snapshot(repo_id, record.repo_type, record.commit, root, root.parent.parent / "blobs")
 
 
 def digest_cache_file(settings: HubSettings) -> Path:
@@ -427,12 +457,13 @@ def elf_verdict_file(settings: HubSettings) -> Path:
     return digest_cache_file(settings).with_name("elf-verdicts.json")
 
 
-def commit_date(api: HfApi, settings: HubSettings, snapshot: Snapshot) -> datetime:
+def commit_date(settings: HubSettings, snapshot: Snapshot) -> datetime:
     """When ``snapshot.commit`` was made (the Hub's ``lastModified`` at that revision), in UTC.
 
     Wheels built from a version branch or a commit carry it in their version, so it must be the same offline: the
     first online answer is kept in huggingface_hub's assets cache (``cached_assets_path``, the place it offers to
-    libraries built on it), one small file per commit, and offline runs read it from there.
+    libraries built on it), one small file per commit, and offline runs (and reruns, without importing HfApi) read
+    it from there.
     """
     folder = cached_assets_path("hub2wheel", namespace=snapshot.repo_id.replace("/", "--"),
                                 subfolder="commit-dates", assets_dir=settings.assets_dir)
@@ -447,6 +478,7 @@ def commit_date(api: HfApi, settings: HubSettings, snapshot: Snapshot) -> dateti
             f"{snapshot.repo_id}@{snapshot.commit[:12]}: HF_HUB_OFFLINE is set and the commit's date (part of the "
             f"wheel version for a branch or commit) is not in {folder}; run once online, or pass --kernel-version"
         )
+    api = settings.api()
     try:
         info = api.repo_info(snapshot.repo_id, repo_type=snapshot.repo_type, revision=snapshot.commit)
     except Exception as exc:

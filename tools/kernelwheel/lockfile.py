@@ -30,9 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from huggingface_hub.errors import HFValidationError
-from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # exported lazily
-
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
 from tools.kernelwheel.jsonload import loads_limited
 
@@ -130,6 +127,10 @@ def _parse(raw: bytes, source: str) -> list[KernelLock]:
 
 
 def _check_repo_id(repo_id: str, where: str) -> None:
+    # Imported here: huggingface_hub's validators bring its HTTP stack (~0.15 s), which a rerun never needs.
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # exported lazily
+
     try:
         validate_repo_id(repo_id)
     except HFValidationError as exc:

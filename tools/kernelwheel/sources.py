@@ -117,7 +117,7 @@ def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_vers
     commit_date = None
     if release is None:
         try:
-            commit_date = hub.commit_date(settings.api(), settings, snapshot)
+            commit_date = hub.commit_date(settings, snapshot)
         except ToolError as exc:  # only fatal if a variant needs it (no --kernel-version): convert says so then
             print_warning(console, exc)
     return Source(
