@@ -15,7 +15,15 @@ Phases, each run for both tools in turn (interleaved), every command a fresh pro
   alone, as a reference: both tools download through it);
 * ``warm``: the cache filled by ``cold``, empty output folder;
 * ``offline``: ``HF_HUB_OFFLINE=1``, the same cache, empty output folder;
-* ``rerun``: online, the same cache, the ``warm`` output folder again (hub2wheel should rewrite nothing).
+* ``rerun``: online, the same cache, the ``warm`` output folder again (hub2wheel should rewrite nothing);
+* ``commit`` / ``commit rerun`` (hub2wheel only: ``to-wheel`` takes a version, not a commit): ``--revision`` the tag's
+  commit id, the same cache, a new output folder (the wheels' version carries the commit's date), then that folder
+  again. A rerun of a commit id asks the Hub nothing.
+
+Every ``HF_HOME`` gets the agent-harness registry file huggingface_hub ≥ 2 keeps there (``.agent_harnesses.json``,
+fetched from ``{endpoint}/api/agent-harnesses`` at most once a day for its user agent): olah does not serve that
+path, so without the file every hub2wheel process would pay a failing GET (0.04–0.16 s here) that a Hub user pays
+once a day. kernels 0.11.3's huggingface_hub (1.x) does not read it.
 
 tools/ is byte-compiled first (``compileall``), as an installed package is. Reported per command: wall seconds, max RSS (GNU ``time``'s ``%M``), wheels and bytes written (files whose
 inode or mtime changed). Run: ``.venv/bin/python benchmarks/bench_hub2wheel.py [--cases random-8MiB,real]
@@ -50,7 +58,10 @@ TORCH = ["torch29", "torch210", "torch211", "torch212", "torch213", "torch28", "
 CUDA = ["cu126", "cu128", "cu130"]
 REAL_SO = "libtorch_cuda_linalg.so"
 CASES = ("random-8MiB", "random-64MiB", "real")
-PHASES = ("cold", "warm", "offline", "rerun")
+PHASES = ("cold", "warm", "offline", "rerun", "commit", "commit rerun")
+PINNED_PHASES = ("commit", "commit rerun")  # hub2wheel only
+# The registry as huggingface_hub caches it; no harness listed, so no process is reported as an agent.
+AGENT_REGISTRY = {"standardEnvVars": [], "harnesses": {}}
 GNU_TIME = "/usr/bin/time"
 TO_WHEEL = f"to-wheel {KERNELS_VERSION}"
 HUB2WHEEL = "hub2wheel"
@@ -80,8 +91,8 @@ def _git(repo: Path, *args: str) -> None:
                    check=True, env=GIT_ENV, capture_output=True)
 
 
-def make_repo(mirrors: Path, case: str, n: int, so_cache: Path) -> tuple[str, int]:
-    """``testorg/<case>`` at tag v0.1.0; returns the repo id and the bytes of its build/ tree."""
+def make_repo(mirrors: Path, case: str, n: int, so_cache: Path) -> tuple[str, int, str]:
+    """``testorg/<case>`` at tag v0.1.0; returns the repo id, the bytes of its build/ tree and the tag's commit."""
     repo = mirrors / "models" / "testorg" / case
     repo.mkdir(parents=True)
     rng = random.Random(case)  # the same bytes every run of the benchmark
@@ -105,7 +116,9 @@ def make_repo(mirrors: Path, case: str, n: int, so_cache: Path) -> tuple[str, in
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", case)
     _git(repo, "tag", "v0.1.0")
-    return f"testorg/{case}", size
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    return f"testorg/{case}", size, commit
 
 
 @dataclass
@@ -142,33 +155,38 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float,
     return seconds, max_rss_kb / 1024, proc.returncode, tail
 
 
-def run_case(case: str, repo_id: str, endpoint: str, tmp: Path, kernels: Path, repeats: int,
+def run_case(case: str, repo_id: str, commit: str, endpoint: str, tmp: Path, kernels: Path, repeats: int,
              jobs: int | None) -> list[Row]:
     rows: list[Row] = []
     commands = {
         TO_WHEEL: [str(kernels / "bin" / "kernels"), "to-wheel", repo_id, "0.1.0"],
-        HUB2WHEEL: [sys.executable, "-m", "tools.hub2wheel", repo_id, "--revision", "v0.1.0", "--trust-remote-code",
-                    "--out", "{out}", *(["--jobs", str(jobs)] if jobs else [])],
+        HUB2WHEEL: [sys.executable, "-m", "tools.hub2wheel", repo_id, "--revision", "{revision}",
+                    "--trust-remote-code", "--out", "{out}", *(["--jobs", str(jobs)] if jobs else [])],
         FETCH_ONLY: [sys.executable, "-c", FETCH_CODE, repo_id],
     }
     for repeat in range(repeats):
         homes = {tool: tmp / f"hf-{case}-{repeat}-{i}" for i, tool in enumerate(commands)}
-        warm_out: dict[str, Path] = {}
+        for home in homes.values():
+            home.mkdir()
+            (home / ".agent_harnesses.json").write_text(json.dumps(AGENT_REGISTRY))
+        reused_out: dict[tuple[str, str], Path] = {}  # (tool, phase) → the folder a later phase runs into again
         for phase in PHASES:
             for tool, cmd in commands.items():
-                if tool == FETCH_ONLY and phase != "cold":
+                if (tool == FETCH_ONLY and phase != "cold") or (tool != HUB2WHEEL and phase in PINNED_PHASES):
                     continue
-                out = warm_out[tool] if phase == "rerun" else tmp / f"out-{case}-{repeat}-{tool}-{phase}"
+                earlier = {"rerun": "warm", "commit rerun": "commit"}.get(phase)
+                out = reused_out[tool, earlier] if earlier else tmp / f"out-{case}-{repeat}-{tool}-{phase}"
                 out.mkdir(exist_ok=True)
-                if phase == "warm":
-                    warm_out[tool] = out
+                reused_out[tool, phase] = out
+                revision = commit if phase in PINNED_PHASES else "v0.1.0"
                 env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(homes[tool]),
                        "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONPATH": str(ROOT)}
                 env.pop("HF_HUB_CACHE", None)
                 if phase == "offline":
                     env["HF_HUB_OFFLINE"] = "1"
                 before = _snapshot(out)
-                seconds, rss, rc, err = timed([c.replace("{out}", str(out)) for c in cmd], env,
+                seconds, rss, rc, err = timed([c.replace("{out}", str(out)).replace("{revision}", revision)
+                                               for c in cmd], env,
                                               out if tool == TO_WHEEL else ROOT)
                 after = _snapshot(out)
                 changed = [n for n, facts in after.items() if before.get(n) != facts]
@@ -198,17 +216,19 @@ def table(rows: list[Row], sizes: dict[str, int]) -> str:
         for phase in PHASES:
             picked = {tool: [r for r in rows if r.case == case and r.phase == phase and r.tool == tool]
                       for tool in (TO_WHEEL, HUB2WHEEL)}
-            if not all(picked.values()):
+            if not picked[HUB2WHEEL]:
                 continue
-            secs = {t: _median([r.seconds for r in rs]) for t, rs in picked.items()}
-            rss = {t: max(r.max_rss_mb for r in rs) for t, rs in picked.items()}
-            written = {t: f"{rs[-1].rewritten}/{rs[-1].wheels} wheels, {rs[-1].bytes_written / 2**20:.0f} MiB"
-                       + ("" if all(r.exit == 0 for r in rs) else f", exit {rs[-1].exit}") for t, rs in picked.items()}
+            secs = {t: f"{_median([r.seconds for r in rs]):.2f}" if rs else "-" for t, rs in picked.items()}
+            rss = {t: f"{max(r.max_rss_mb for r in rs):.0f} MB" if rs else "-" for t, rs in picked.items()}
+            written = {t: (f"{rs[-1].rewritten}/{rs[-1].wheels} wheels, {rs[-1].bytes_written / 2**20:.0f} MiB"
+                           + ("" if all(r.exit == 0 for r in rs) else f", exit {rs[-1].exit}")) if rs else "-"
+                       for t, rs in picked.items()}
+            ratio = (f"**{float(secs[HUB2WHEEL]) / float(secs[TO_WHEEL]):.2f}**" if picked[TO_WHEEL]
+                     else "- (to-wheel takes no commit)")
             fetch = [r.seconds for r in rows if r.case == case and r.phase == phase and r.tool == FETCH_ONLY]
-            lines.append(f"| {case} ({sizes[case] / 2**20:.0f} MiB) | {phase} | {secs[TO_WHEEL]:.2f} | "
-                         f"{secs[HUB2WHEEL]:.2f} | **{secs[HUB2WHEEL] / secs[TO_WHEEL]:.2f}** | "
-                         f"{f'{_median(fetch):.2f}' if fetch else '-'} | {rss[TO_WHEEL]:.0f} MB | "
-                         f"{rss[HUB2WHEEL]:.0f} MB | {written[TO_WHEEL]} | {written[HUB2WHEEL]} |")
+            lines.append(f"| {case} ({sizes[case] / 2**20:.0f} MiB) | {phase} | {secs[TO_WHEEL]} | "
+                         f"{secs[HUB2WHEEL]} | {ratio} | {f'{_median(fetch):.2f}' if fetch else '-'} | "
+                         f"{rss[TO_WHEEL]} | {rss[HUB2WHEEL]} | {written[TO_WHEEL]} | {written[HUB2WHEEL]} |")
     return "\n".join(lines)
 
 
@@ -242,12 +262,13 @@ def main(argv: list[str] | None = None) -> int:
     sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        repos = {}
+        repos: dict[str, tuple[str, str]] = {}
         for case in cases:
-            repos[case], sizes[case] = make_repo(tmp / "mirrors", case, args.variants, tmp / "so")
+            repo_id, sizes[case], commit = make_repo(tmp / "mirrors", case, args.variants, tmp / "so")
+            repos[case] = repo_id, commit
         with olah_server(tmp / "mirrors", tmp) as endpoint:
             for case in cases:
-                rows += run_case(case, repos[case], endpoint, tmp, kernels, args.repeats, args.jobs)
+                rows += run_case(case, *repos[case], endpoint, tmp, kernels, args.repeats, args.jobs)
     header = (f"{args.variants} flat CUDA variants per case, served by olah on 127.0.0.1; {cpu_model()}, "
               f"{os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}; "
               f"median of {args.repeats} interleaved run(s); ratio = hub2wheel / to-wheel.")
