@@ -25,7 +25,8 @@ fetched from ``{endpoint}/api/agent-harnesses`` at most once a day for its user 
 path, so without the file every hub2wheel process would pay a failing GET (0.04–0.16 s here) that a Hub user pays
 once a day. kernels 0.11.3's huggingface_hub (1.x) does not read it.
 
-tools/ is byte-compiled first (``compileall``), as an installed package is. Reported per command: wall seconds, max RSS (GNU ``time``'s ``%M``), wheels and bytes written (files whose
+tools/ is byte-compiled first (``compileall``), as an installed package is. Each command starts once the CPUs
+are quiet (``wait_until_quiet``: olah keeps a core busy for a while after serving a download). Reported per command: wall seconds, max RSS (GNU ``time``'s ``%M``), wheels and bytes written (files whose
 inode or mtime changed). Run: ``.venv/bin/python benchmarks/bench_hub2wheel.py [--cases random-8MiB,real]
 [--variants 10] [--repeats 1] [--jobs N] [--json results/hub2wheel.json]``; prints a Markdown table.
 """
@@ -139,6 +140,24 @@ def _snapshot(out: Path) -> dict[str, tuple[int, int, int]]:
     return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.stat().st_size) for p in out.glob("*.whl")}
 
 
+def _busy_and_total_ticks() -> tuple[int, int]:
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def wait_until_quiet(limit_s: float = 30.0, window_s: float = 0.25, busy_below: float = 0.15) -> None:
+    """Wait (at most ``limit_s``) until the machine's CPUs are ``busy_below`` busy over ``window_s``: olah goes on
+    working for a while after a download (its own cache), which would slow whichever command came next."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        busy0, total0 = _busy_and_total_ticks()
+        time.sleep(window_s)
+        busy1, total1 = _busy_and_total_ticks()
+        if total1 > total0 and (busy1 - busy0) / (total1 - total0) < busy_below:
+            return
+
+
 def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, str]:
     """Wall seconds, max RSS (MB), exit code, stderr tail of ``cmd``.
 
@@ -185,6 +204,7 @@ def run_case(case: str, repo_id: str, commit: str, endpoint: str, tmp: Path, ker
                 if phase == "offline":
                     env["HF_HUB_OFFLINE"] = "1"
                 before = _snapshot(out)
+                wait_until_quiet()
                 seconds, rss, rc, err = timed([c.replace("{out}", str(out)).replace("{revision}", revision)
                                                for c in cmd], env,
                                               out if tool == TO_WHEEL else ROOT)
