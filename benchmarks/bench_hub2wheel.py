@@ -86,10 +86,10 @@ def real_so() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "lib" / REAL_SO
 
 
-def _git(repo: Path, *args: str) -> None:
+def _git(repo: Path, *args: str) -> str:
     # Loose objects stored without zlib: committing ~1 GB of random bytes would otherwise take a minute.
-    subprocess.run(["git", "-c", "core.compression=0", "-c", "core.looseCompression=0", "-C", str(repo), *args],
-                   check=True, env=GIT_ENV, capture_output=True)
+    return subprocess.run(["git", "-c", "core.compression=0", "-c", "core.looseCompression=0", "-C", str(repo),
+                           *args], check=True, env=GIT_ENV, capture_output=True, text=True).stdout
 
 
 def make_repo(mirrors: Path, case: str, n: int, so_cache: Path) -> tuple[str, int, str]:
@@ -117,9 +117,7 @@ def make_repo(mirrors: Path, case: str, n: int, so_cache: Path) -> tuple[str, in
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", case)
     _git(repo, "tag", "v0.1.0")
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                            text=True).stdout.strip()
-    return f"testorg/{case}", size, commit
+    return f"testorg/{case}", size, _git(repo, "rev-parse", "HEAD").strip()
 
 
 @dataclass

@@ -363,8 +363,7 @@ _RECORD_MAX_BYTES = 16 * 1024 * 1024
 
 @dataclass(frozen=True)
 class _Record:
-    repo_type: str
-    commit: str
+    snapshot: Snapshot
     files: list[str]
 
 
@@ -395,7 +394,7 @@ def _load_record(settings: HubSettings, repo_id: str, revision: str, patterns: l
     root = _cache_folder(settings, repo_id, str(repo_type)) / "snapshots" / commit
     if not all((root / f).is_file() for f in files):
         return None
-    return _Record(str(repo_type), commit, files)
+    return _Record(Snapshot(repo_id, str(repo_type), commit, root, root.parent.parent / "blobs"), files)
 
 
 def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: str, filename: str) -> str:
@@ -414,8 +413,9 @@ def _still_resolves(settings: HubSettings, repo_id: str, revision: str, record: 
     one still answer "no such repository"."""
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
+    repo_type, commit = record.snapshot.repo_type, record.snapshot.commit
     try:
-        for earlier in REPO_TYPES[:REPO_TYPES.index(record.repo_type)]:
+        for earlier in REPO_TYPES[:REPO_TYPES.index(repo_type)]:
             try:
                 _head_commit(settings, repo_id, earlier, revision, record.files[0])
             except RepositoryNotFoundError as exc:
@@ -423,7 +423,7 @@ def _still_resolves(settings: HubSettings, repo_id: str, revision: str, record: 
                     return False
                 continue
             return False  # that type answers now: fetch decides
-        return _head_commit(settings, repo_id, record.repo_type, revision, record.files[0]) == record.commit
+        return _head_commit(settings, repo_id, repo_type, revision, record.files[0]) == commit
     except Exception:  # any other answer, or none: fetch asks again and reports it
         return False
 
@@ -438,12 +438,10 @@ def cached_fetch(settings: HubSettings, repo_id: str, revision: str, *,
     if record is None:
         return None
     if _COMMIT_HASH.fullmatch(revision):
-        if record.commit != revision:
-            return None
-    elif settings.offline or not _still_resolves(settings, repo_id, revision, record):
+        return record.snapshot if record.snapshot.commit == revision else None
+    if settings.offline or not _still_resolves(settings, repo_id, revision, record):
         return None
-    root = _cache_folder(settings, repo_id, record.repo_type) / "snapshots" / record.commit
-    return Snapshot(repo_id, record.repo_type, record.commit, root, root.parent.parent / "blobs")
+    return record.snapshot
 
 
 def digest_cache_file(settings: HubSettings) -> Path:
