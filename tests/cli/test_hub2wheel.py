@@ -21,6 +21,7 @@ from packaging.utils import parse_wheel_filename
 
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos, pip_install_by_name
+from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.cli.hub2wheel import main
 from tools.kernelwheel.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
@@ -368,17 +369,15 @@ def test_ctrl_c_leaves_only_complete_wheels(tmp_path: Path, so_cache: Path) -> N
         with next(vdir.glob("*.abi3.so")).open("ab") as fh:
             fh.write(rng.randbytes(48 << 20).translate(nibbles))
     out = tmp_path / "out"
-    # SIGINT at its default in the child: a shell running the suite in the background (`make test &`) leaves it
-    # ignored, which Python (and so hub2wheel) then keeps, and Ctrl-C would rightly do nothing.
     proc = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", str(tmp_path / "repo"), "--out", str(out),
                              "--jobs", "2"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=deliverable_stop_signals)
     deadline = time.monotonic() + 120
     while not (out.is_dir() and any(p.name.endswith(".part") for p in out.iterdir())):
         assert proc.poll() is None and time.monotonic() < deadline, "no wheel was being written"
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    _, err = communicate_after_signal(proc, 120)
     assert proc.returncode == 130, err
     assert err.splitlines()[-1].startswith("error: interrupted; wheels already in") and "Traceback" not in err
     left = sorted(out.iterdir())

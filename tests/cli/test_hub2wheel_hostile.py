@@ -25,6 +25,7 @@ import pytest
 
 from tests.helpers import kernel_repos
 from tests.helpers.elf import as_aarch64, endless_version_needs
+from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tools.kernelwheel.atomic import stale_temporary_owner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,7 +242,7 @@ def _signal_mid_write(big_repo: Path, out: Path, home: Path, signum: int) -> sub
     env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     run = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", str(big_repo), "--out", str(out),
                             "--variant", "torch212-*"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True, preexec_fn=deliverable_stop_signals)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         names = os.listdir(out) if out.is_dir() else []
@@ -270,7 +271,7 @@ def test_sigkill_mid_write_leftovers_are_removed_by_the_next_run(big_repo: Path,
 def test_sigterm_mid_write_removes_its_temporaries(big_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     run = _signal_mid_write(big_repo, out, tmp_path / "hf", signal.SIGTERM)
-    _, stderr = run.communicate(timeout=60)
+    _, stderr = communicate_after_signal(run, 60)
     assert run.returncode == 143 and "Traceback" not in stderr, stderr
     assert "error: terminated (SIGTERM)" in stderr
     assert os.listdir(out) == [], stderr  # no .part file, no staging folder, no partial wheel

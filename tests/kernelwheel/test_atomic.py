@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tools.kernelwheel.atomic import (
     Terminated,
     atomic_path,
@@ -154,14 +155,17 @@ with sigterm_exits(), atomic_path(out / "w.whl") as tmp, temporary_directory(out
     tmp.write_bytes(b"half")
     (staging / "part").write_bytes(b"half")
     print("writing", flush=True)
-    time.sleep(60)
+    # Short waits, as a writer makes between writes. One 60 s sleep once outlived a SIGTERM by 30 s in CI (not
+    # reproduced here): a signal that lands while a process is frozen reaches Python only when its sleep ends.
+    for _ in range(600):
+        time.sleep(0.1)
 """
 
 
-def _start_writer(out: Path) -> subprocess.Popen[bytes]:
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(out)], stdout=subprocess.PIPE,
-                              cwd=Path(__file__).resolve().parents[2])
-    assert writer.stdout is not None and writer.stdout.readline() == b"writing\n"
+def _start_writer(out: Path) -> subprocess.Popen[str]:
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(out)], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[2], preexec_fn=deliverable_stop_signals)
+    assert writer.stdout is not None and writer.stdout.readline() == "writing\n"
     return writer
 
 
@@ -169,11 +173,20 @@ def test_sigterm_during_a_write_removes_the_temporaries(tmp_path: Path) -> None:
     writer = _start_writer(tmp_path)
     assert len(os.listdir(tmp_path)) == 2  # the .part file and the staging folder, mid-write
     writer.send_signal(signal.SIGTERM)
-    assert writer.wait(timeout=30) == 143
+    communicate_after_signal(writer, 30)
+    assert writer.returncode == 143
     assert os.listdir(tmp_path) == []
 
 
 def test_after_the_first_sigterm_a_second_cannot_cut_the_cleanup_short() -> None:
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # as a harness may have left it
+    try:
+        _second_sigterm_during_cleanup()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _second_sigterm_during_cleanup() -> None:
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(Terminated), sigterm_exits():
         try:
