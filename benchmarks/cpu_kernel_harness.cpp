@@ -44,16 +44,23 @@ struct F32Path {
   bool supported;
 };
 
+// Each SIMD path as the op runs it and without its software prefetch ("-nopf"), to show what the prefetch gives.
 std::vector<U8Path> u8_paths() {
+  const bool avx2 = __builtin_cpu_supports("avx2") != 0;
+  const bool vbmi = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
   return {{"scalar", scalar<uint8_t>, true},
-          {"avx2", x86::u8_avx2, __builtin_cpu_supports("avx2") != 0},
-          {"avx512vbmi", x86::u8_avx512vbmi,
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi")}};
+          {"avx2", x86::u8_avx2<>, avx2},
+          {"avx2-nopf", x86::u8_avx2<0>, avx2},
+          {"avx512vbmi", x86::u8_avx512vbmi<>, vbmi},
+          {"avx512vbmi-nopf", x86::u8_avx512vbmi<0>, vbmi}};
 }
 std::vector<F32Path> f32_paths() {
+  const bool avx2 = __builtin_cpu_supports("avx2") != 0, avx512 = __builtin_cpu_supports("avx512f") != 0;
   return {{"scalar", scalar<float>, true},
-          {"avx2", x86::f32_avx2, __builtin_cpu_supports("avx2") != 0},
-          {"avx512", x86::f32_avx512, __builtin_cpu_supports("avx512f") != 0}};
+          {"avx2", x86::f32_avx2<>, avx2},
+          {"avx2-nopf", x86::f32_avx2<0>, avx2},
+          {"avx512", x86::f32_avx512<>, avx512},
+          {"avx512-nopf", x86::f32_avx512<0>, avx512}};
 }
 
 int check() {
@@ -68,7 +75,7 @@ int check() {
   }
   for (const auto& path : u8_paths()) {
     if (!path.supported) {
-      std::printf("uint8 %-11s not supported here\n", path.name);
+      std::printf("uint8 %-15s not supported here\n", path.name);
       continue;
     }
     for (bool stream : {false, true}) {
@@ -92,7 +99,7 @@ int check() {
           }
         }
       }
-      std::printf("uint8 %-11s stream=%d: %lld of 2^24 triples differ, %lld bad bytes in odd/misaligned cases\n",
+      std::printf("uint8 %-15s stream=%d: %lld of 2^24 triples differ, %lld bad bytes in odd/misaligned cases\n",
                   path.name, stream, static_cast<long long>(bad), static_cast<long long>(bad_small));
       failures += bad != 0 || bad_small != 0;
     }
@@ -106,7 +113,7 @@ int check() {
   scalar(frgb.data(), fexp.data(), m, false);
   for (const auto& path : f32_paths()) {
     if (!path.supported) {
-      std::printf("float32 %-9s not supported here\n", path.name);
+      std::printf("float32 %-11s not supported here\n", path.name);
       continue;
     }
     for (bool stream : {false, true}) {
@@ -120,7 +127,7 @@ int check() {
           for (int64_t k = off + count; k < static_cast<int64_t>(fgot.size()); ++k) bad += fgot[k] != -1.0f;
         }
       }
-      std::printf("float32 %-9s stream=%d: %lld bad cases (bitwise vs luma())\n", path.name, stream,
+      std::printf("float32 %-11s stream=%d: %lld bad cases (bitwise vs luma())\n", path.name, stream,
                   static_cast<long long>(bad));
       failures += bad != 0;
     }
@@ -166,8 +173,12 @@ void run_candidates(const char* label, int threads, int64_t n, double bytes, int
   }
 }
 
+// The memory ceilings below are written for AVX-512 and for AVX2, and the widest the CPU runs is used (an AVX2-only
+// host, e.g. a Zen 3 guest, would stop at the first 512-bit instruction).
+bool has_avx512() { return __builtin_cpu_supports("avx512f") != 0; }
+
 // The same loads and stores as the uint8 kernel (3 × 64 bytes in, 64 out) with one OR instead of the arithmetic.
-__attribute__((target("avx512f"))) void touch_u8(const uint8_t* rgb, uint8_t* gray, int64_t n, bool stream) {
+__attribute__((target("avx512f"))) void touch_u8_avx512(const uint8_t* rgb, uint8_t* gray, int64_t n, bool stream) {
   for (int64_t i = 0; i + 64 <= n; i += 64) {
     const uint8_t* p = rgb + 3 * i;
     const __m512i v = _mm512_ternarylogic_epi64(_mm512_loadu_si512(p), _mm512_loadu_si512(p + 64),
@@ -176,6 +187,22 @@ __attribute__((target("avx512f"))) void touch_u8(const uint8_t* rgb, uint8_t* gr
     else _mm512_storeu_si512(gray + i, v);
   }
   _mm_sfence();
+}
+
+__attribute__((target("avx2"))) void touch_u8_avx2(const uint8_t* rgb, uint8_t* gray, int64_t n, bool stream) {
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    const __m256i* p = reinterpret_cast<const __m256i*>(rgb + 3 * i);
+    const __m256i v = _mm256_or_si256(_mm256_or_si256(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)),
+                                      _mm256_loadu_si256(p + 2));
+    if (stream) _mm256_stream_si256(reinterpret_cast<__m256i*>(gray + i), v);
+    else _mm256_storeu_si256(reinterpret_cast<__m256i*>(gray + i), v);
+  }
+  _mm_sfence();
+}
+
+void touch_u8(const uint8_t* rgb, uint8_t* gray, int64_t n, bool stream) {
+  static const bool wide = has_avx512();
+  wide ? touch_u8_avx512(rgb, gray, n, stream) : touch_u8_avx2(rgb, gray, n, stream);
 }
 
 // 64-byte aligned, as torch's CPU allocator gives (the kernels also take any alignment: see check()).
@@ -190,7 +217,7 @@ struct Buffer {
 };
 
 // The float32 kernel's loads and stores (3 × 16 floats in, 16 out) with one add.
-__attribute__((target("avx512f"))) void touch_f32(const float* rgb, float* gray, int64_t n, bool stream) {
+__attribute__((target("avx512f"))) void touch_f32_avx512(const float* rgb, float* gray, int64_t n, bool stream) {
   for (int64_t i = 0; i + 16 <= n; i += 16) {
     const float* p = rgb + 3 * i;
     const __m512 v = _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)), _mm512_loadu_ps(p + 32));
@@ -200,14 +227,43 @@ __attribute__((target("avx512f"))) void touch_f32(const float* rgb, float* gray,
   _mm_sfence();
 }
 
+__attribute__((target("avx2"))) void touch_f32_avx2(const float* rgb, float* gray, int64_t n, bool stream) {
+  for (int64_t i = 0; i + 8 <= n; i += 8) {
+    const float* p = rgb + 3 * i;
+    const __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)), _mm256_loadu_ps(p + 16));
+    if (stream) _mm256_stream_ps(gray + i, v);
+    else _mm256_storeu_ps(gray + i, v);
+  }
+  _mm_sfence();
+}
+
+void touch_f32(const float* rgb, float* gray, int64_t n, bool stream) {
+  static const bool wide = has_avx512();
+  wide ? touch_f32_avx512(rgb, gray, n, stream) : touch_f32_avx2(rgb, gray, n, stream);
+}
+
 // Reads `bytes` bytes and writes nothing (one 64-byte result per thread, so the loads cannot be dropped).
-__attribute__((target("avx512f"))) void read_only(const uint8_t* p, int64_t bytes, uint8_t* sink) {
+__attribute__((target("avx512f"))) void read_only_avx512(const uint8_t* p, int64_t bytes, uint8_t* sink) {
   __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0;
   for (int64_t i = 0; i + 128 <= bytes; i += 128) {
     acc0 = _mm512_or_si512(acc0, _mm512_loadu_si512(p + i));
     acc1 = _mm512_or_si512(acc1, _mm512_loadu_si512(p + i + 64));
   }
   _mm512_storeu_si512(sink, _mm512_or_si512(acc0, acc1));
+}
+
+__attribute__((target("avx2"))) void read_only_avx2(const uint8_t* p, int64_t bytes, uint8_t* sink) {
+  __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0;
+  for (int64_t i = 0; i + 64 <= bytes; i += 64) {
+    acc0 = _mm256_or_si256(acc0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    acc1 = _mm256_or_si256(acc1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(sink), _mm256_or_si256(acc0, acc1));
+}
+
+void read_only(const uint8_t* p, int64_t bytes, uint8_t* sink) {
+  static const bool wide = has_avx512();
+  wide ? read_only_avx512(p, bytes, sink) : read_only_avx2(p, bytes, sink);
 }
 
 template <typename T>

@@ -78,9 +78,9 @@ SimdPath<uint8_t> pick_u8() {
   __builtin_cpu_init();
   switch (pick_isa(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"))) {
     case Isa::kAvx512:
-      return x86::u8_avx512vbmi;
+      return x86::u8_avx512vbmi<>;
     case Isa::kAvx2:
-      return x86::u8_avx2;
+      return x86::u8_avx2<>;
     case Isa::kScalar:
       break;
   }
@@ -91,9 +91,9 @@ SimdPath<float> pick_f32() {
   __builtin_cpu_init();
   switch (pick_isa(__builtin_cpu_supports("avx512f"))) {
     case Isa::kAvx512:
-      return x86::f32_avx512;
+      return x86::f32_avx512<>;
     case Isa::kAvx2:
-      return x86::f32_avx2;
+      return x86::f32_avx2<>;
     case Isa::kScalar:
       break;
   }
