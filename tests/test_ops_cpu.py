@@ -4,12 +4,16 @@ Each check runs in this process on the path the CPU gets by default (AVX-512 VBM
 again in a fresh process for each narrower path (IMG2GRAY_CPU_ISA=avx2, =scalar) and with streaming stores for
 every size (IMG2GRAY_CPU_STREAM_BYTES=0), so every path is checked on a machine that has them all: results against Pillow (uint8, all 2^24 triples) and the documented fp32 formula
 (float32, bit for bit); odd widths, tiny images and misaligned input and output pointers (no byte outside the
-output written); sizes on both sides of the streaming-store threshold; strided input; any thread count.
+output written); images that end flush against an unreadable page (no byte past the input read, prefetches
+included); sizes on both sides of the streaming-store threshold; strided input; any thread count.
 """
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,6 +28,7 @@ import img2gray
 
 ROOT = Path(__file__).resolve().parent.parent
 POISON = 0xAB
+_PROT_NONE = 0  # <sys/mman.h>; the mmap module exports PROT_READ and PROT_WRITE only
 
 
 def pillow_gray(rgb: torch.Tensor) -> torch.Tensor:
@@ -119,12 +124,43 @@ def check_strided_input() -> None:
             assert torch.equal(img2gray.img2gray(view), expected_gray(view)), f"{dtype} {name}"
 
 
+def _page_before_a_hole(nbytes: int) -> tuple[mmap.mmap, int]:
+    """An anonymous mapping whose last page is unreadable (PROT_NONE), and the offset at which ``nbytes`` end
+    right before it: an image there makes any read past its end fault."""
+    page = mmap.PAGESIZE
+    pages = (nbytes + page - 1) // page + 1
+    mapping = mmap.mmap(-1, pages * page)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    start = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+    if libc.mprotect(start + (pages - 1) * page, page, _PROT_NONE) != 0:
+        raise OSError(ctypes.get_errno(), "mprotect")
+    return mapping, (pages - 1) * page - nbytes
+
+
+def check_reads_nothing_past_the_input() -> None:
+    """Every length ends flush against an unreadable page: the vector loops' tails and their prefetches (which
+    may point past the end and must never fault) read nothing beyond the image. A read past it kills the process,
+    so this check always runs in a fresh one."""
+    for dtype in (torch.uint8, torch.float32):
+        for width in (1, 2, 5, 8, 16, 31, 33, 35, 63, 64, 65, 127, 129, 1000, 4099, 70001):
+            image = random_image((1, width, 3), dtype, seed=width)
+            nbytes = image.numel() * image.element_size()
+            mapping, offset = _page_before_a_hole(nbytes)
+            flush = torch.frombuffer(mapping, dtype=dtype, count=image.numel(), offset=offset).view(image.shape)
+            flush.copy_(image)
+            assert torch.equal(img2gray.img2gray(flush), expected_gray(image)), f"{dtype} width {width}"
+            del flush
+
+
 CHECKS: dict[str, Callable[[], None]] = {
     "every_rgb_triple": check_every_rgb_triple,
     "odd_widths_tiny_images_and_misaligned_pointers": check_odd_widths_tiny_images_and_misaligned_pointers,
     "sizes_around_the_streaming_threshold": check_sizes_around_the_streaming_threshold,
     "strided_input": check_strided_input,
+    "reads_nothing_past_the_input": check_reads_nothing_past_the_input,
 }
+IN_A_FRESH_PROCESS_ONLY = {"reads_nothing_past_the_input"}
 
 
 def run_all_checks() -> None:
@@ -135,7 +171,21 @@ def run_all_checks() -> None:
 
 @pytest.mark.parametrize("name", CHECKS)
 def test_default_path(name: str) -> None:
-    CHECKS[name]()
+    if name in IN_A_FRESH_PROCESS_ONLY:
+        _run_in_a_fresh_process({}, f"CHECKS[{name!r}]()")
+    else:
+        CHECKS[name]()
+
+
+def _run_in_a_fresh_process(settings: dict[str, str], code: str) -> None:
+    site = Path(img2gray.__file__).resolve().parent.parent  # the build under test (--img2gray-site or installed)
+    env = {**os.environ, **settings,
+           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", f"from tests.test_ops_cpu import *; {code}; print('passed')"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    how = f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit {done.returncode}"
+    assert done.returncode == 0, f"{settings or 'default path'} ({how}):\n{done.stderr[-3000:]}"
+    assert "passed" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -147,10 +197,4 @@ def test_default_path(name: str) -> None:
 )
 def test_other_paths_in_a_fresh_process(settings: dict[str, str]) -> None:
     """The settings are read once, when the op library loads: hence a fresh interpreter per path."""
-    site = Path(img2gray.__file__).resolve().parent.parent  # the build under test (--img2gray-site or installed)
-    env = {**os.environ, **settings,
-           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", "from tests.test_ops_cpu import run_all_checks; run_all_checks()"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, f"{settings}:\n{done.stderr[-3000:]}"
-    assert "all CPU checks passed" in done.stdout
+    _run_in_a_fresh_process(settings, "run_all_checks()")
