@@ -17,6 +17,7 @@ from tools.kernelwheel.layout import (
     check_relpath,
     collect_files,
     find_package,
+    metadata_file,
     read_metadata,
 )
 
@@ -95,6 +96,30 @@ def test_collect_files_refuses_dangling_links_and_symlinked_folders(tmp_path: Pa
     (variant / "alias").symlink_to("pkg", target_is_directory=True)
     with pytest.raises(InvalidVariant, match=r"alias is a symlinked directory \(not allowed in a variant\)"):
         collect_files(variant, "v")
+
+
+def test_metadata_file_is_collect_files_entry_for_that_name(tmp_path: Path) -> None:
+    blobs = tmp_path / "blobs"
+    blobs.mkdir()
+    (blobs / "abc").write_text("{}")
+    variant = tmp_path / "v"
+    variant.mkdir()
+    (variant / "ops.py").write_text("")
+    assert metadata_file(variant, "v") == {}  # none: as read_metadata's {} for a variant without one
+    (variant / "metadata.json").symlink_to(blobs / "abc")  # the Hub cache's layout: a link into its blobs
+    assert metadata_file(variant, "v", [blobs]) == {"metadata.json": variant / "metadata.json"}
+    assert metadata_file(variant, "v", [blobs]) == {k: v for k, v in collect_files(variant, "v", [blobs]).items()
+                                                    if k == "metadata.json"}
+    with pytest.raises(InvalidVariant, match=r"^v: metadata\.json is a symlink pointing outside the variant"):
+        metadata_file(variant, "v")  # the blobs folder is not trusted here
+    (variant / "metadata.json").unlink()
+    (variant / "metadata.json").symlink_to("missing.json")
+    with pytest.raises(InvalidVariant, match=r"^v: metadata\.json is a symlink to a missing or non-regular file"):
+        metadata_file(variant, "v")
+    (variant / "metadata.json").unlink()
+    (variant / "metadata.json").mkdir()
+    with pytest.raises(InvalidVariant, match=r"^v: metadata\.json is not a regular file"):
+        metadata_file(variant, "v")
 
 
 def test_read_metadata(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from tools.kernelwheel.kernel_depends import (
     parse_kernel_info,
     top_level_package,
 )
-from tools.kernelwheel.layout import collect_files, read_metadata
+from tools.kernelwheel.layout import metadata_file, read_metadata
 from tools.kernelwheel.naming import WheelName
 from tools.kernelwheel.selection import select_variants
 
@@ -37,8 +37,8 @@ class _Run:
 
 
 def declared_dependencies(source: Source, options: Options) -> list[Dependency]:
-    """The ``kernel-depends`` of every variant this run converts (a variant that cannot be read declares none here;
-    its conversion says why)."""
+    """The ``kernel-depends`` of every variant this run converts, from its ``metadata.json`` alone (a variant whose
+    metadata cannot be read declares none here; its conversion says why, as it does for any other bad file)."""
     if not source.build_dir.is_dir():
         return []
     names = [p.name for p in source.build_dir.iterdir() if p.is_dir() and not p.is_symlink()]
@@ -46,7 +46,7 @@ def declared_dependencies(source: Source, options: Options) -> list[Dependency]:
     for variant in select_variants(names, options.variants).accepted:
         where = f"build/{variant}"
         try:
-            files = collect_files(source.build_dir / str(variant), where, source.trusted_roots)
+            files = metadata_file(source.build_dir / str(variant), where, source.trusted_roots)
             if not read_metadata(files, where).get("kernel-depends"):
                 continue
             info = parse_kernel_info(files["metadata.json"].read_bytes(), where)

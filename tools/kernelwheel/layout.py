@@ -78,8 +78,7 @@ def _raise(exc: OSError) -> None:
 
 
 def _collect_files(variant_dir: Path, where: str, trusted_roots: Sequence[Path]) -> dict[str, Path]:
-    root = Path(os.path.realpath(variant_dir))
-    allowed = [root, *(Path(os.path.realpath(r)) for r in trusted_roots)]
+    allowed = _allowed_roots(variant_dir, trusted_roots)
     files: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(variant_dir, onerror=_raise):  # os.walk's default: skip silently
         here = Path(dirpath)
@@ -99,16 +98,39 @@ def _collect_files(variant_dir: Path, where: str, trusted_roots: Sequence[Path])
             rel = check_relpath(path.relative_to(variant_dir).as_posix(), where)
             if name.endswith(".pyc") or name in _SKIPPED_NAMES:
                 continue
-            if path.is_symlink():
-                target = Path(os.path.realpath(path))
-                if not any(_inside(target, r) for r in allowed):
-                    raise InvalidVariant(f"{where}: {rel} is a symlink pointing outside the variant ({target})")
-                if not target.is_file():
-                    raise InvalidVariant(f"{where}: {rel} is a symlink to a missing or non-regular file")
-            elif not path.is_file():
-                raise InvalidVariant(f"{where}: {rel} is not a regular file")
+            _check_file(path, rel, where, allowed)
             files[rel] = path
     return files
+
+
+def _allowed_roots(variant_dir: Path, trusted_roots: Sequence[Path]) -> list[Path]:
+    return [Path(os.path.realpath(variant_dir)), *(Path(os.path.realpath(r)) for r in trusted_roots)]
+
+
+def _check_file(path: Path, rel: str, where: str, allowed: Sequence[Path]) -> None:
+    """A regular file, or a symlink to one inside ``allowed`` (the variant, or a trusted root such as the Hub
+    cache's blobs)."""
+    if path.is_symlink():
+        target = Path(os.path.realpath(path))
+        if not any(_inside(target, r) for r in allowed):
+            raise InvalidVariant(f"{where}: {rel} is a symlink pointing outside the variant ({target})")
+        if not target.is_file():
+            raise InvalidVariant(f"{where}: {rel} is a symlink to a missing or non-regular file")
+    elif not path.is_file():
+        raise InvalidVariant(f"{where}: {rel} is not a regular file")
+
+
+def metadata_file(variant_dir: Path, where: str, trusted_roots: Sequence[Path] = ()) -> dict[str, Path]:
+    """``{"metadata.json": file}`` as ``collect_files`` would give it for that one name (``{}`` when there is none),
+    with the same checks, without listing the rest of the variant: for reading a variant's metadata alone."""
+    path = variant_dir / "metadata.json"
+    try:
+        if not os.path.lexists(path):
+            return {}
+        _check_file(path, "metadata.json", where, _allowed_roots(variant_dir, trusted_roots))
+    except OSError as exc:
+        raise InvalidVariant(f"{where}: 'metadata.json' cannot be read: {exc.strerror or exc}") from None
+    return {"metadata.json": path}
 
 
 def _expect(value: object, types: tuple[type, ...], field: str, expected: str, where: str) -> None:
