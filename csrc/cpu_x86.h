@@ -37,7 +37,8 @@ constexpr int16_t kLoRG = pair_weight(-117, 35), kLoBG = pair_weight(47, 35);
 
 // Software prefetch of the input, kPrefetchAhead bytes ahead of the block being converted. The hardware
 // prefetchers alone leave one core short of the memory bandwidth while it also shuffles: on an AVX2-only EPYC
-// guest, 4K uint8 on 1 thread took 2.7 ms without and 1.9 ms with it (float32 1.2-1.5x; benchmarks/NOTES.md).
+// guest, 4K uint8 on 1 thread took 2.7 ms without and 1.9 ms with it (float32 1.1-1.5x faster), on the H200
+// host's Xeon 4K float32 9.7 ms and 8.1 ms (benchmarks/NOTES.md, "Prefetch"); on all cores it is within noise.
 // Each loop asks for the lines of one block's worth of input per step; kAhead = 0 turns it off (the harness
 // times both). A prefetch never faults, so the address may lie past the end of the input; it is formed as an
 // integer so that no pointer points outside the buffer.
