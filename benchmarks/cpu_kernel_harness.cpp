@@ -25,6 +25,9 @@ using namespace img2gray;
 
 namespace {
 
+// Read once, before main (hence __builtin_cpu_init first, as GCC asks of code that runs in a constructor).
+const bool kHasAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f") != 0);
+
 template <typename T>
 using Kernel = void (*)(const T*, T*, int64_t, bool);
 
@@ -55,7 +58,7 @@ std::vector<U8Path> u8_paths() {
           {"avx512vbmi-nopf", x86::u8_avx512vbmi<0>, vbmi}};
 }
 std::vector<F32Path> f32_paths() {
-  const bool avx2 = __builtin_cpu_supports("avx2") != 0, avx512 = __builtin_cpu_supports("avx512f") != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") != 0, avx512 = kHasAvx512;
   return {{"scalar", scalar<float>, true},
           {"avx2", x86::f32_avx2<>, avx2},
           {"avx2-nopf", x86::f32_avx2<0>, avx2},
@@ -175,8 +178,6 @@ void run_candidates(const char* label, int threads, int64_t n, double bytes, int
 
 // The memory ceilings below are written for AVX-512 and for AVX2, and the widest the CPU runs is used (an AVX2-only
 // host, e.g. a Zen 3 guest, would stop at the first 512-bit instruction).
-bool has_avx512() { return __builtin_cpu_supports("avx512f") != 0; }
-
 // The same loads and stores as the uint8 kernel (3 × 64 bytes in, 64 out) with one OR instead of the arithmetic.
 __attribute__((target("avx512f"))) void touch_u8_avx512(const uint8_t* rgb, uint8_t* gray, int64_t n, bool stream) {
   for (int64_t i = 0; i + 64 <= n; i += 64) {
@@ -201,8 +202,7 @@ __attribute__((target("avx2"))) void touch_u8_avx2(const uint8_t* rgb, uint8_t* 
 }
 
 void touch_u8(const uint8_t* rgb, uint8_t* gray, int64_t n, bool stream) {
-  static const bool wide = has_avx512();
-  wide ? touch_u8_avx512(rgb, gray, n, stream) : touch_u8_avx2(rgb, gray, n, stream);
+  kHasAvx512 ? touch_u8_avx512(rgb, gray, n, stream) : touch_u8_avx2(rgb, gray, n, stream);
 }
 
 // 64-byte aligned, as torch's CPU allocator gives (the kernels also take any alignment: see check()).
@@ -238,8 +238,7 @@ __attribute__((target("avx2"))) void touch_f32_avx2(const float* rgb, float* gra
 }
 
 void touch_f32(const float* rgb, float* gray, int64_t n, bool stream) {
-  static const bool wide = has_avx512();
-  wide ? touch_f32_avx512(rgb, gray, n, stream) : touch_f32_avx2(rgb, gray, n, stream);
+  kHasAvx512 ? touch_f32_avx512(rgb, gray, n, stream) : touch_f32_avx2(rgb, gray, n, stream);
 }
 
 // Reads `bytes` bytes and writes nothing (one 64-byte result per thread, so the loads cannot be dropped).
@@ -262,8 +261,7 @@ __attribute__((target("avx2"))) void read_only_avx2(const uint8_t* p, int64_t by
 }
 
 void read_only(const uint8_t* p, int64_t bytes, uint8_t* sink) {
-  static const bool wide = has_avx512();
-  wide ? read_only_avx512(p, bytes, sink) : read_only_avx2(p, bytes, sink);
+  kHasAvx512 ? read_only_avx512(p, bytes, sink) : read_only_avx2(p, bytes, sink);
 }
 
 template <typename T>
