@@ -1,6 +1,7 @@
 """The CPU kernel's paths (csrc/cpu_x86.h, picked at load time from the CPU's instruction sets).
 
-Each check runs in this process on the path the CPU gets by default (AVX-512 VBMI / AVX-512F where present), and
+Each check runs on the path the CPU gets by default (AVX-512 VBMI / AVX-512F where present), in this process but
+for the one whose failure is a crash (IN_A_FRESH_PROCESS_ONLY), and
 again in a fresh process for each narrower path (IMG2GRAY_CPU_ISA=avx2, =scalar) and with streaming stores for
 every size (IMG2GRAY_CPU_STREAM_BYTES=0), so every path is checked on a machine that has them all: results against Pillow (uint8, all 2^24 triples) and the documented fp32 formula
 (float32, bit for bit); odd widths, tiny images and misaligned input and output pointers (no byte outside the
