@@ -16,6 +16,9 @@ each best call, page faults per call, and the highest 1-minute load average: on 
 * ceiling: ``torch.Tensor.copy_`` of the same total bytes (half read, half written): the memory bandwidth
   the machine gives this row's thread count, as a time the op would take at that rate.
 
+``--tile-pixels N`` (repeatable) adds, per row, processes that time the op alone under
+``IMG2GRAY_CPU_TILE_PIXELS=N``, alternated with the others, and a second table that sets them side by side.
+
 Thread counts: 1 and all (``torch.set_num_threads`` and ``cv2.setNumThreads``). Builds nothing: it measures
 whatever ``import img2gray`` finds. Before timing, each row checks that img2gray matches Pillow (uint8) or the
 documented fp32 formula (float32) on its input.
@@ -118,7 +121,9 @@ def other_contenders(array: Any, threads: int) -> dict[str, Callable[[], object]
 def measure_group(size: str, dtype_name: str, threads: int, group: str, rounds: int) -> dict[str, Any]:
     """One group of contenders, in this (fresh) process: call times in seconds and page faults per contender."""
     array = make_image(size, dtype_name)
-    contenders = (torch_contenders if group == "torch" else other_contenders)(array, threads)
+    contenders = (other_contenders if group == "other" else torch_contenders)(array, threads)
+    if group == "img2gray":  # a tile-setting process (run_row): the op alone
+        contenders = {name: fn for name, fn in contenders.items() if name.startswith("img2gray")}
     times: dict[str, list[float]] = {name: [] for name in contenders}
     faults = dict.fromkeys(contenders, 0)  # minor page faults: fresh pages for an output cost time too
     for index in range(rounds + 2):
@@ -142,8 +147,11 @@ def measure_group(size: str, dtype_name: str, threads: int, group: str, rounds: 
     return {"times": times, "faults": faults, "opencv": opencv, "load_average": os.getloadavg()[0]}
 
 
-def run_row(size: str, dtype_name: str, threads: int, alternations: int = 2) -> dict[str, Any]:
-    """The row's two groups in fresh processes, alternated, so that neither thread pool runs beside the other."""
+def run_row(size: str, dtype_name: str, threads: int, alternations: int = 2,
+            tile_settings: tuple[int, ...] = ()) -> dict[str, Any]:
+    """The row's two groups in fresh processes, alternated, so that neither thread pool runs beside the other;
+    with ``tile_settings``, one more process per setting between them that times the op alone under
+    ``IMG2GRAY_CPU_TILE_PIXELS`` (read when the op loads), its contenders named ``img2gray [tile N]``."""
     h, w = SIZES[size]
     rounds = 12 if h * w > 4_000_000 else 40  # per process; float32 moves 4x the bytes
     if dtype_name != "uint8":
@@ -151,21 +159,25 @@ def run_row(size: str, dtype_name: str, threads: int, alternations: int = 2) -> 
     times: dict[str, list[float]] = {}
     faults: dict[str, int] = {}
     opencv, loads = None, []
+    groups: list[tuple[str, int | None]] = [("torch", None), *(("img2gray", t) for t in tile_settings),
+                                            ("other", None)]
     for _ in range(alternations):
-        for group in ("torch", "other"):
+        for group, tile in groups:
             command = [sys.executable, os.path.abspath(__file__), "--group", size, dtype_name, str(threads), group,
                        str(rounds)]
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            env = dict(os.environ) if tile is None else {**os.environ, "IMG2GRAY_CPU_TILE_PIXELS": str(tile)}
+            done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
             if done.returncode != 0:
                 raise SystemExit(f"row {size} {dtype_name} x{threads} ({group}) failed:\n{done.stderr.strip()}")
             part = json.loads(done.stdout.strip().splitlines()[-1])
-            for name, values in part["times"].items():
+            for measured, values in part["times"].items():
+                name = measured if tile is None else f"{measured} [tile {tile}]"
                 times.setdefault(name, []).extend(values)
-                faults[name] = faults.get(name, 0) + part["faults"][name]
+                faults[name] = faults.get(name, 0) + part["faults"][measured]
             opencv = opencv or part["opencv"]
             loads.append(part["load_average"])
     order = ["img2gray", "img2gray out=", "opencv", "opencv dst=", "pillow", "eager torch", "ceiling: copy"]
-    names = [name for name in order if name in times]
+    names = [name for name in order if name in times] + sorted(name for name in times if "[tile" in name)
     return {
         "size": size,
         "dtype": dtype_name,
@@ -200,11 +212,27 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{ratio} (out=/dst=: {ratio_out}) | {ceiling} | {row['load_average']:.1f} |")
 
 
+def print_tile_table(rows: list[dict[str, Any]], tile_settings: tuple[int, ...]) -> None:
+    """The op under each IMG2GRAY_CPU_TILE_PIXELS setting, beside the default build's own numbers and OpenCV's."""
+    print("| image | dtype | threads | tile pixels | img2gray | out= | vs OpenCV (out=/dst=) |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        ms = row["ms"]
+        for label, suffix in [("default", ""), *((str(t), f" [tile {t}]") for t in tile_settings)]:
+            alloc, out = ms[f"img2gray{suffix}"], ms[f"img2gray out={suffix}"]
+            ratio = (f"{ms['opencv'] / alloc:.2f}x ({ms['opencv dst='] / out:.2f}x)" if "opencv" in ms else "-")
+            print(f"| {row['size']} | {row['dtype']} | {row['threads']} | {label} | {alloc * 1e3:.0f} us | "
+                  f"{out * 1e3:.0f} us | {ratio} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="also write every measurement to this file")
     parser.add_argument("--threads", type=int, action="append",
                         help="thread counts to run (default: 1 and all of os.sched_getaffinity)")
+    parser.add_argument("--tile-pixels", type=int, action="append", default=[], metavar="N",
+                        help="also time the op with IMG2GRAY_CPU_TILE_PIXELS=N (0 = one tile per thread), "
+                             "in its own processes between the default's and OpenCV's")
     parser.add_argument("--group", nargs=5, metavar=("SIZE", "DTYPE", "THREADS", "GROUP", "ROUNDS"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -219,7 +247,8 @@ def main() -> int:
 
     cores = len(os.sched_getaffinity(0))
     thread_counts = args.threads or sorted({1, cores})
-    rows = [run_row(size, dtype_name, threads)
+    tile_settings = tuple(args.tile_pixels)
+    rows = [run_row(size, dtype_name, threads, tile_settings=tile_settings)
             for size in SIZES for dtype_name in DTYPES for threads in thread_counts]
     header = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -229,10 +258,13 @@ def main() -> int:
         "img2gray": f"{img2gray.__version__} ({img2gray.build_info().abi})",
         "opencv": rows[0]["opencv"],
         "python": platform.python_version(),
+        "tile_pixels": os.environ.get("IMG2GRAY_CPU_TILE_PIXELS", "default"),
         "load_average": os.getloadavg(),
     }
     print(" · ".join(f"{key}: {value}" for key, value in header.items()))
     print_table(rows)
+    if tile_settings:
+        print_tile_table(rows, tile_settings)
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"header": header, "rows": rows}, out, indent=1)

@@ -1,7 +1,9 @@
 // CPU kernel. uint8 and float32 on x86-64 take hand-written SIMD paths (csrc/cpu_x86.h: AVX-512 VBMI or AVX2
 // for uint8, AVX-512F or AVX2 for float32), picked once at load time from what the CPU supports; everything else
 // (half types, other architectures, CPUs without AVX2) is a plain indexed loop that the compiler vectorises.
-// Threading is the caller's (torch's parallel_for), so this file needs no torch library.
+// Threading is the caller's (torch's parallel_for starts the workers; plan_cpu decides how they share the work),
+// so this file needs no torch library.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -43,19 +45,34 @@ void convert_typed(const void* rgb, void* gray, int64_t begin, int64_t end) {
   convert_range(static_cast<const T*>(rgb) + 3 * begin, static_cast<T*>(gray) + begin, end - begin);
 }
 
-// Output ranges from this size on are written with streaming stores: they bypass the caches, so the output
-// lines are not read first (a quarter of a uint8 call's traffic) and do not evict the input. From 256 KiB of
-// output a range moves 1 MiB or more, past what a core's L2 keeps anyway; smaller ranges (small images, or an
-// image split over many threads) stay in cache for whatever reads them next.
+// Reads a non-negative integer setting from the environment; `fallback` when unset or not a number.
+int64_t env_bytes(const char* name, int64_t fallback) {
+  const char* value = std::getenv(name);
+  char* end = nullptr;
+  const long long number = value != nullptr ? std::strtoll(value, &end, 10) : -1;
+  return value != nullptr && *value != '\0' && *end == '\0' && number >= 0 ? number : fallback;
+}
+
+// A call whose share per thread is from this size of output on is written with streaming stores: they bypass
+// the caches, so the output lines are not read first (a quarter of a uint8 call's traffic) and do not evict the
+// input. From 256 KiB of output a share moves 1 MiB or more, past what a core's L2 keeps anyway; smaller shares
+// (small images, or an image split over many threads) stay in cache for whatever reads them next.
 // IMG2GRAY_CPU_STREAM_BYTES=N (read at load) moves the threshold: tests set 0 to run every shape through the
 // streaming paths, benchmarks compare thresholds.
-int64_t stream_bytes() {
-  const char* value = std::getenv("IMG2GRAY_CPU_STREAM_BYTES");
-  char* end = nullptr;
-  const long long bytes = value != nullptr ? std::strtoll(value, &end, 10) : -1;
-  return value != nullptr && *value != '\0' && *end == '\0' && bytes >= 0 ? bytes : int64_t{1} << 18;
-}
-const int64_t kStreamBytes = stream_bytes();
+const int64_t kStreamBytes = env_bytes("IMG2GRAY_CPU_STREAM_BYTES", int64_t{1} << 18);
+
+// Pixels per tile when an image is larger than one tile per thread; IMG2GRAY_CPU_TILE_PIXELS=N (read at load)
+// sets another size, 0 = one tile per thread (a static split; benchmarks compare them). Rounded up to a multiple
+// of 64 pixels, so tiles begin on a cache line of the output whenever the output does.
+const int64_t kTilePixels = env_bytes("IMG2GRAY_CPU_TILE_PIXELS", 0);
+
+// The smallest share worth a thread: 256 KiB of memory traffic (3 values read and 1 written per pixel), a few
+// microseconds of work: large enough that waking a thread is noise, small enough that a 1080p frame (uint8) or a
+// 512x512 one (float32) uses 16 threads.
+int64_t value_bytes(Dtype dtype) { return dtype == Dtype::kUint8 ? 1 : dtype == Dtype::kFloat32 ? 4 : 2; }
+int64_t grain_pixels(Dtype dtype) { return (int64_t{256} << 10) / (4 * value_bytes(dtype)); }
+
+int64_t divide_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 template <typename T>
 using SimdPath = void (*)(const T* rgb, T* gray, int64_t count, bool stream);
@@ -108,25 +125,44 @@ constexpr SimdPath<float> kF32Path = nullptr;
 #endif
 
 template <typename T>
-void convert_simd(SimdPath<T> path, const void* rgb, void* gray, int64_t begin, int64_t end) {
+void convert_simd(SimdPath<T> path, const void* rgb, void* gray, int64_t begin, int64_t end, bool stream) {
   if (path == nullptr) return convert_typed<T>(rgb, gray, begin, end);
-  const int64_t count = end - begin;
-  path(static_cast<const T*>(rgb) + 3 * begin, static_cast<T*>(gray) + begin, count,
-       count * static_cast<int64_t>(sizeof(T)) >= kStreamBytes);
+  path(static_cast<const T*>(rgb) + 3 * begin, static_cast<T*>(gray) + begin, end - begin, stream);
 }
 
-}  // namespace
-
-void convert_cpu(Dtype dtype, const void* rgb, void* gray, int64_t begin, int64_t end) {
+void convert_pixels(Dtype dtype, const void* rgb, void* gray, int64_t begin, int64_t end, bool stream) {
   switch (dtype) {
     case Dtype::kUint8:
-      return convert_simd<uint8_t>(kU8Path, rgb, gray, begin, end);
+      return convert_simd<uint8_t>(kU8Path, rgb, gray, begin, end, stream);
     case Dtype::kFloat32:
-      return convert_simd<float>(kF32Path, rgb, gray, begin, end);
+      return convert_simd<float>(kF32Path, rgb, gray, begin, end, stream);
     case Dtype::kFloat16:
       return convert_typed<c10::Half>(rgb, gray, begin, end);
     case Dtype::kBFloat16:
       return convert_typed<c10::BFloat16>(rgb, gray, begin, end);
+  }
+}
+
+}  // namespace
+
+CpuPlan plan_cpu(Dtype dtype, int64_t pixels, int64_t threads) {
+  CpuPlan plan;
+  plan.pixels = std::max<int64_t>(pixels, 0);
+  if (plan.pixels == 0) return plan;
+  plan.workers = std::clamp<int64_t>(divide_up(plan.pixels, grain_pixels(dtype)), 1, std::max<int64_t>(threads, 1));
+  const int64_t share = divide_up(plan.pixels, plan.workers);
+  plan.stream = share * value_bytes(dtype) >= kStreamBytes;
+  plan.tile_pixels = divide_up(kTilePixels > 0 ? std::min(kTilePixels, share) : share, 64) * 64;
+  plan.tiles = divide_up(plan.pixels, plan.tile_pixels);
+  return plan;
+}
+
+void convert_cpu_tiles(Dtype dtype, const void* rgb, void* gray, const CpuPlan& plan,
+                       std::atomic<int64_t>& next_tile) {
+  for (int64_t tile = next_tile.fetch_add(1, std::memory_order_relaxed); tile < plan.tiles;
+       tile = next_tile.fetch_add(1, std::memory_order_relaxed)) {
+    const int64_t begin = tile * plan.tile_pixels;
+    convert_pixels(dtype, rgb, gray, begin, std::min(plan.pixels, begin + plan.tile_pixels), plan.stream);
   }
 }
 

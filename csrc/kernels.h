@@ -3,6 +3,7 @@
 // torch >= 2.10) — check and allocate tensors, then call these. Kernels never allocate and never throw.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #ifdef IMG2GRAY_WITH_CUDA
@@ -13,17 +14,25 @@ namespace img2gray {
 
 enum class Dtype { kUint8, kFloat32, kFloat16, kBFloat16 };
 
-// Converts pixels [begin, end): `rgb` holds 3 values per pixel, `gray` one. Callers split the range over
-// threads with torch's parallel_for (at::parallel_for or torch::stable::parallel_for).
-void convert_cpu(Dtype dtype, const void* rgb, void* gray, int64_t begin, int64_t end);
+// How one CPU call is shared out: `tiles` tiles of `tile_pixels` pixels each (the last one shorter), claimed one
+// at a time from a shared counter by `workers` threads, so a thread that is slowed down (a busy sibling
+// hyperthread, a preempted vCPU) holds up the call by one tile, not by a whole static share.
+struct CpuPlan {
+  int64_t pixels = 0;
+  int64_t workers = 1;  // parallel_for tasks: one per thread, fewer for small images
+  int64_t tile_pixels = 0;
+  int64_t tiles = 0;
+  bool stream = false;  // streaming (non-temporal) stores for every tile
+};
 
-// Pixels per parallel_for task: 256 KiB of memory traffic (3 values read and 1 written per pixel), a few
-// microseconds of work: large enough that waking a thread is noise, small enough that a 1080p frame (uint8) or a
-// 512x512 one (float32) uses 16 threads.
-constexpr int64_t cpu_grain_pixels(Dtype dtype) {
-  const int64_t value_bytes = dtype == Dtype::kUint8 ? 1 : dtype == Dtype::kFloat32 ? 4 : 2;
-  return (int64_t{256} << 10) / (4 * value_bytes);
-}
+// `threads`: the caller's parallel_for thread count (at::get_num_threads / torch::stable::get_num_threads).
+CpuPlan plan_cpu(Dtype dtype, int64_t pixels, int64_t threads);
+
+// A worker's part of a call: converts the tiles it claims from `next_tile` until none is left. Callers start
+// plan.workers of these with parallel_for(0, plan.workers, 1, ...) and ignore the range it hands each one, so
+// the split never depends on how the parallel backend divides that range.
+void convert_cpu_tiles(Dtype dtype, const void* rgb, void* gray, const CpuPlan& plan,
+                       std::atomic<int64_t>& next_tile);
 
 #ifdef IMG2GRAY_WITH_CUDA
 enum class CudaKernel {

@@ -6,7 +6,8 @@ again in a fresh process for each narrower path (IMG2GRAY_CPU_ISA=avx2, =scalar)
 every size (IMG2GRAY_CPU_STREAM_BYTES=0), so every path is checked on a machine that has them all: results against Pillow (uint8, all 2^24 triples) and the documented fp32 formula
 (float32, bit for bit); odd widths, tiny images and misaligned input and output pointers (no byte outside the
 output written); images that end flush against an unreadable page (no byte past the input read, prefetches
-included); sizes on both sides of the streaming-store threshold; strided input; any thread count.
+included); sizes on both sides of the streaming-store threshold; strided input; any thread count, with the
+default tiles and with tiny ones (IMG2GRAY_CPU_TILE_PIXELS).
 """
 
 from __future__ import annotations
@@ -112,6 +113,23 @@ def check_sizes_around_the_streaming_threshold() -> None:
         torch.set_num_threads(threads)
 
 
+def check_more_threads_than_tiles_and_tiles_than_threads() -> None:
+    """Workers claim tiles from a shared counter: every pixel converted exactly once whatever the thread count,
+    with the last tile short and tiles that do not start on an output cache line (odd output offsets)."""
+    threads = torch.get_num_threads()
+    try:
+        for dtype in (torch.uint8, torch.float32):
+            for shape in ((517, 389, 3), (3, 100003, 3)):
+                image = random_image(shape, dtype, seed=shape[0])
+                for num_threads in (2, 5, 8):
+                    torch.set_num_threads(num_threads)
+                    for out_offset in (0, 3):
+                        assert_exact_and_guarded(image, out_offset,
+                                                 f"{dtype} {shape}, {num_threads} threads, out offset {out_offset}")
+    finally:
+        torch.set_num_threads(threads)
+
+
 def check_strided_input() -> None:
     for dtype in (torch.uint8, torch.float32):
         base = random_image((61, 83, 3), dtype)
@@ -158,6 +176,7 @@ CHECKS: dict[str, Callable[[], None]] = {
     "every_rgb_triple": check_every_rgb_triple,
     "odd_widths_tiny_images_and_misaligned_pointers": check_odd_widths_tiny_images_and_misaligned_pointers,
     "sizes_around_the_streaming_threshold": check_sizes_around_the_streaming_threshold,
+    "more_threads_than_tiles_and_tiles_than_threads": check_more_threads_than_tiles_and_tiles_than_threads,
     "strided_input": check_strided_input,
     "reads_nothing_past_the_input": check_reads_nothing_past_the_input,
 }
@@ -193,7 +212,9 @@ def _run_in_a_fresh_process(settings: dict[str, str], code: str) -> None:
     "settings",
     [{"IMG2GRAY_CPU_ISA": "avx2"}, {"IMG2GRAY_CPU_ISA": "scalar"},
      # streaming stores for every range, however small: their aligned-head and tail code on every odd shape
-     {"IMG2GRAY_CPU_STREAM_BYTES": "0"}, {"IMG2GRAY_CPU_ISA": "avx2", "IMG2GRAY_CPU_STREAM_BYTES": "0"}],
+     {"IMG2GRAY_CPU_STREAM_BYTES": "0"}, {"IMG2GRAY_CPU_ISA": "avx2", "IMG2GRAY_CPU_STREAM_BYTES": "0"},
+     # tiny tiles (100 pixels, rounded up to 128): thousands per call, a tile boundary every few vectors
+     {"IMG2GRAY_CPU_TILE_PIXELS": "100"}, {"IMG2GRAY_CPU_TILE_PIXELS": "100", "IMG2GRAY_CPU_STREAM_BYTES": "0"}],
     ids=lambda settings: ",".join(f"{key}={value}" for key, value in settings.items()),
 )
 def test_other_paths_in_a_fresh_process(settings: dict[str, str]) -> None:

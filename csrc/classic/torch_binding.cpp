@@ -21,6 +21,7 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include <atomic>
 #include <optional>
 
 namespace img2gray {
@@ -94,8 +95,10 @@ void run_cpu(const at::Tensor& image, at::Tensor& out) {
   const Dtype dtype = kernel_dtype(image.scalar_type());
   const void* rgb = image.const_data_ptr();
   void* gray = out.mutable_data_ptr();
-  at::parallel_for(0, out.numel(), cpu_grain_pixels(dtype),
-                   [&](int64_t begin, int64_t end) { convert_cpu(dtype, rgb, gray, begin, end); });
+  const CpuPlan plan = plan_cpu(dtype, out.numel(), at::get_num_threads());
+  std::atomic<int64_t> next_tile{0};
+  at::parallel_for(0, plan.workers, 1,
+      [&](int64_t, int64_t) { convert_cpu_tiles(dtype, rgb, gray, plan, next_tile); });
 }
 
 #ifdef IMG2GRAY_WITH_CUDA

@@ -23,6 +23,7 @@
 #include <torch/headeronly/macros/Macros.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -174,8 +175,10 @@ void run_cpu(const Tensor& image, Tensor& out) {
   const Dtype dtype = kernel_dtype(image.scalar_type());
   const void* rgb = image.const_data_ptr();
   void* gray = out.mutable_data_ptr();
-  torch::stable::parallel_for(0, out.numel(), cpu_grain_pixels(dtype),
-                              [&](int64_t begin, int64_t end) { convert_cpu(dtype, rgb, gray, begin, end); });
+  const CpuPlan plan = plan_cpu(dtype, out.numel(), torch::stable::get_num_threads());
+  std::atomic<int64_t> next_tile{0};
+  torch::stable::parallel_for(0, plan.workers, 1,
+      [&](int64_t, int64_t) { convert_cpu_tiles(dtype, rgb, gray, plan, next_tile); });
 }
 
 #ifdef IMG2GRAY_WITH_CUDA
