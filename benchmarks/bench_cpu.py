@@ -165,7 +165,7 @@ def run_row(size: str, dtype_name: str, threads: int, alternations: int = 2,
         for group, tile in groups:
             command = [sys.executable, os.path.abspath(__file__), "--group", size, dtype_name, str(threads), group,
                        str(rounds)]
-            env = dict(os.environ) if tile is None else {**os.environ, "IMG2GRAY_CPU_TILE_PIXELS": str(tile)}
+            env = None if tile is None else {**os.environ, "IMG2GRAY_CPU_TILE_PIXELS": str(tile)}
             done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
             if done.returncode != 0:
                 raise SystemExit(f"row {size} {dtype_name} x{threads} ({group}) failed:\n{done.stderr.strip()}")

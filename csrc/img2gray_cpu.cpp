@@ -46,7 +46,7 @@ void convert_typed(const void* rgb, void* gray, int64_t begin, int64_t end) {
 }
 
 // Reads a non-negative integer setting from the environment; `fallback` when unset or not a number.
-int64_t env_bytes(const char* name, int64_t fallback) {
+int64_t env_setting(const char* name, int64_t fallback) {
   const char* value = std::getenv(name);
   char* end = nullptr;
   const long long number = value != nullptr ? std::strtoll(value, &end, 10) : -1;
@@ -59,12 +59,12 @@ int64_t env_bytes(const char* name, int64_t fallback) {
 // (small images, or an image split over many threads) stay in cache for whatever reads them next.
 // IMG2GRAY_CPU_STREAM_BYTES=N (read at load) moves the threshold: tests set 0 to run every shape through the
 // streaming paths, benchmarks compare thresholds.
-const int64_t kStreamBytes = env_bytes("IMG2GRAY_CPU_STREAM_BYTES", int64_t{1} << 18);
+const int64_t kStreamBytes = env_setting("IMG2GRAY_CPU_STREAM_BYTES", int64_t{1} << 18);
 
 // Pixels per tile when an image is larger than one tile per thread; IMG2GRAY_CPU_TILE_PIXELS=N (read at load)
 // sets another size, 0 = one tile per thread (a static split; benchmarks compare them). Rounded up to a multiple
 // of 64 pixels, so tiles begin on a cache line of the output whenever the output does.
-const int64_t kTilePixels = env_bytes("IMG2GRAY_CPU_TILE_PIXELS", 0);
+const int64_t kTilePixels = env_setting("IMG2GRAY_CPU_TILE_PIXELS", 0);
 
 // The smallest share worth a thread: 256 KiB of memory traffic (3 values read and 1 written per pixel), a few
 // microseconds of work: large enough that waking a thread is noise, small enough that a 1080p frame (uint8) or a
