@@ -4,7 +4,9 @@ Every row (image size × dtype × thread count) runs in fresh Python processes, 
 worker pools (torch.compile starts inductor's) share the machine with it; and torch's contenders run in other
 processes than OpenCV and Pillow (alternated, twice each), because two thread pools in one process slow each
 other: beside torch's OpenMP workers OpenCV's 4K uint8 on 2 threads went from 1.18 to 1.8 ms, and torch's calls
-stalled for ~8 ms while OpenCV's pool ran. Within a process the contenders are timed round-robin after two
+stalled for ~8 ms while OpenCV's pool ran. The op is timed alone in its processes too: beside eager torch's
+100 MB temporaries and the copy ceiling, its 1080p float32 2-thread call took 460 us against 329-350 us alone
+(benchmarks/NOTES.md, "Dynamic tiles"). Within a process the contenders are timed round-robin after two
 warm-up rounds; per round each contender makes two calls on the same input and the second is timed, so no
 contender inherits a cache that another one filled. Each cell is the median over all rounds (the JSON also has
 each best call, page faults per call, and the highest 1-minute load average: on a shared machine it shows):
@@ -122,8 +124,9 @@ def measure_group(size: str, dtype_name: str, threads: int, group: str, rounds: 
     """One group of contenders, in this (fresh) process: call times in seconds and page faults per contender."""
     array = make_image(size, dtype_name)
     contenders = (other_contenders if group == "other" else torch_contenders)(array, threads)
-    if group == "img2gray":  # a tile-setting process (run_row): the op alone
-        contenders = {name: fn for name, fn in contenders.items() if name.startswith("img2gray")}
+    if group != "other":  # the op alone in its processes; eager torch and the copy ceiling in theirs
+        alone = group == "img2gray"
+        contenders = {name: fn for name, fn in contenders.items() if name.startswith("img2gray") == alone}
     times: dict[str, list[float]] = {name: [] for name in contenders}
     faults = dict.fromkeys(contenders, 0)  # minor page faults: fresh pages for an output cost time too
     for index in range(rounds + 2):
@@ -149,9 +152,9 @@ def measure_group(size: str, dtype_name: str, threads: int, group: str, rounds: 
 
 def run_row(size: str, dtype_name: str, threads: int, alternations: int = 2,
             tile_settings: tuple[int, ...] = ()) -> dict[str, Any]:
-    """The row's two groups in fresh processes, alternated, so that neither thread pool runs beside the other;
-    with ``tile_settings``, one more process per setting between them that times the op alone under
-    ``IMG2GRAY_CPU_TILE_PIXELS`` (read when the op loads), its contenders named ``img2gray [tile N]``."""
+    """The row's groups in fresh processes, alternated: the op alone, eager torch with the copy ceiling, OpenCV
+    with Pillow; with ``tile_settings``, one more op-alone process per setting under ``IMG2GRAY_CPU_TILE_PIXELS``
+    (read when the op loads), its contenders named ``img2gray [tile N]``."""
     h, w = SIZES[size]
     rounds = 12 if h * w > 4_000_000 else 40  # per process; float32 moves 4x the bytes
     if dtype_name != "uint8":
@@ -159,8 +162,8 @@ def run_row(size: str, dtype_name: str, threads: int, alternations: int = 2,
     times: dict[str, list[float]] = {}
     faults: dict[str, int] = {}
     opencv, loads = None, []
-    groups: list[tuple[str, int | None]] = [("torch", None), *(("img2gray", t) for t in tile_settings),
-                                            ("other", None)]
+    groups: list[tuple[str, int | None]] = [("img2gray", None), *(("img2gray", t) for t in tile_settings),
+                                            ("torch", None), ("other", None)]
     for _ in range(alternations):
         for group, tile in groups:
             command = [sys.executable, os.path.abspath(__file__), "--group", size, dtype_name, str(threads), group,
@@ -248,8 +251,13 @@ def main() -> int:
     cores = len(os.sched_getaffinity(0))
     thread_counts = args.threads or sorted({1, cores})
     tile_settings = tuple(args.tile_pixels)
-    rows = [run_row(size, dtype_name, threads, tile_settings=tile_settings)
-            for size in SIZES for dtype_name in DTYPES for threads in thread_counts]
+    rows = []
+    for size in SIZES:
+        for dtype_name in DTYPES:
+            for threads in thread_counts:
+                rows.append(run_row(size, dtype_name, threads, tile_settings=tile_settings))
+                medians = ", ".join(f"{name} {ms * 1e3:.0f} us" for name, ms in rows[-1]["ms"].items())
+                print(f"{size} {dtype_name} x{threads}: {medians}", file=sys.stderr, flush=True)  # a cut run keeps these
     header = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu_model(),

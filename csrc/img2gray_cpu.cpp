@@ -61,10 +61,19 @@ int64_t env_setting(const char* name, int64_t fallback) {
 // streaming paths, benchmarks compare thresholds.
 const int64_t kStreamBytes = env_setting("IMG2GRAY_CPU_STREAM_BYTES", int64_t{1} << 18);
 
-// Pixels per tile when an image is larger than one tile per thread; IMG2GRAY_CPU_TILE_PIXELS=N (read at load)
-// sets another size, 0 = one tile per thread (a static split; benchmarks compare them). Rounded up to a multiple
-// of 64 pixels, so tiles begin on a cache line of the output whenever the output does.
-const int64_t kTilePixels = env_setting("IMG2GRAY_CPU_TILE_PIXELS", 0);
+// How a call is cut into tiles that the threads claim one after another (so a thread slowed by a busy neighbour
+// or a preempted vCPU hands its remaining tiles to the others). By default each thread's share is cut into
+// kTilesPerWorker tiles, never below kMinTilePixels: measured on the H200 host's 16 threads (benchmarks/NOTES.md,
+// "Dynamic tiles"), about 8 tiles per thread was the best setting at 4K and at 1080p, uint8 and float32 alike
+// (4K float32 597 -> 405 us, 1080p uint8 40 -> 28 us against one static share each); more, smaller tiles lost
+// again at 4K (32 a thread: 405 -> 444 us; likely each tile's restart of the software prefetch, whose first
+// 4 KiB are not prefetched).
+// IMG2GRAY_CPU_TILE_PIXELS=N (read at load) sets the tile to N pixels instead, with no floor (tests use tiny
+// tiles; 0 = one tile per thread, the static split; benchmarks compare them). Tiles are rounded up to a multiple
+// of 64 pixels, so they begin on a cache line of the output whenever the output does.
+constexpr int64_t kTilesPerWorker = 8;
+constexpr int64_t kMinTilePixels = 4096;
+const int64_t kTilePixels = env_setting("IMG2GRAY_CPU_TILE_PIXELS", -1);
 
 // The smallest share worth a thread: 256 KiB of memory traffic (3 values read and 1 written per pixel), a few
 // microseconds of work: large enough that waking a thread is noise, small enough that a 1080p frame (uint8) or a
@@ -152,7 +161,10 @@ CpuPlan plan_cpu(Dtype dtype, int64_t pixels, int64_t threads) {
   plan.workers = std::clamp<int64_t>(divide_up(plan.pixels, grain_pixels(dtype)), 1, std::max<int64_t>(threads, 1));
   const int64_t share = divide_up(plan.pixels, plan.workers);
   plan.stream = share * value_bytes(dtype) >= kStreamBytes;
-  plan.tile_pixels = divide_up(kTilePixels > 0 ? std::min(kTilePixels, share) : share, 64) * 64;
+  const int64_t tile = kTilePixels < 0   ? std::max(divide_up(share, kTilesPerWorker), kMinTilePixels)
+                       : kTilePixels == 0 ? share
+                                          : kTilePixels;
+  plan.tile_pixels = divide_up(std::min(tile, share), 64) * 64;
   plan.tiles = divide_up(plan.pixels, plan.tile_pixels);
   return plan;
 }

@@ -7,7 +7,7 @@ every size (IMG2GRAY_CPU_STREAM_BYTES=0), so every path is checked on a machine 
 (float32, bit for bit); odd widths, tiny images and misaligned input and output pointers (no byte outside the
 output written); images that end flush against an unreadable page (no byte past the input read, prefetches
 included); sizes on both sides of the streaming-store threshold; strided input; any thread count, with the
-default tiles and with tiny ones (IMG2GRAY_CPU_TILE_PIXELS).
+default tiles (8 a thread), with tiny ones and with one static share per thread (IMG2GRAY_CPU_TILE_PIXELS).
 """
 
 from __future__ import annotations
@@ -214,7 +214,9 @@ def _run_in_a_fresh_process(settings: dict[str, str], code: str) -> None:
      # streaming stores for every range, however small: their aligned-head and tail code on every odd shape
      {"IMG2GRAY_CPU_STREAM_BYTES": "0"}, {"IMG2GRAY_CPU_ISA": "avx2", "IMG2GRAY_CPU_STREAM_BYTES": "0"},
      # tiny tiles (100 pixels, rounded up to 128): thousands per call, a tile boundary every few vectors
-     {"IMG2GRAY_CPU_TILE_PIXELS": "100"}, {"IMG2GRAY_CPU_TILE_PIXELS": "100", "IMG2GRAY_CPU_STREAM_BYTES": "0"}],
+     {"IMG2GRAY_CPU_TILE_PIXELS": "100"}, {"IMG2GRAY_CPU_TILE_PIXELS": "100", "IMG2GRAY_CPU_STREAM_BYTES": "0"},
+     # one tile per thread (the static split)
+     {"IMG2GRAY_CPU_TILE_PIXELS": "0"}],
     ids=lambda settings: ",".join(f"{key}={value}" for key, value in settings.items()),
 )
 def test_other_paths_in_a_fresh_process(settings: dict[str, str]) -> None:
