@@ -64,10 +64,9 @@ const int64_t kStreamBytes = env_setting("IMG2GRAY_CPU_STREAM_BYTES", int64_t{1}
 // How a call is cut into tiles that the threads claim one after another (so a thread slowed by a busy neighbour
 // or a preempted vCPU hands its remaining tiles to the others). By default each thread's share is cut into
 // kTilesPerWorker tiles, never below kMinTilePixels: measured on the H200 host's 16 threads (benchmarks/NOTES.md,
-// "Dynamic tiles"), about 8 tiles per thread was the best setting at 4K and at 1080p, uint8 and float32 alike
-// (4K float32 597 -> 405 us, 1080p uint8 40 -> 28 us against one static share each); more, smaller tiles lost
-// again at 4K (32 a thread: 405 -> 444 us; likely each tile's restart of the software prefetch, whose first
-// 4 KiB are not prefetched).
+// "Dynamic tiles"), about 8 tiles per thread was the best tile at 4K and at 1080p, uint8 and float32 alike;
+// 2 a thread was too coarse to even out (1080p uint8 33 vs 28 us), 32 a thread too fine (4K float32 444 vs
+// 405 us; likely each tile's restart of the software prefetch, whose first 4 KiB are not prefetched).
 // IMG2GRAY_CPU_TILE_PIXELS=N (read at load) sets the tile to N pixels instead, with no floor (tests use tiny
 // tiles; 0 = one tile per thread, the static split; benchmarks compare them). Tiles are rounded up to a multiple
 // of 64 pixels, so they begin on a cache line of the output whenever the output does.
