@@ -63,7 +63,7 @@ PHASES = ("cold", "warm", "offline", "rerun", "commit", "commit rerun")
 PINNED_PHASES = ("commit", "commit rerun")  # hub2wheel only
 # The registry as huggingface_hub caches it; no harness listed, so no process is reported as an agent.
 AGENT_REGISTRY = {"standardEnvVars": [], "harnesses": {}}
-GNU_TIME = "/usr/bin/time"
+GNU_TIME = os.environ.get("BENCH_GNU_TIME", "/usr/bin/time")  # a GNU time carried to a machine without one
 TO_WHEEL = f"to-wheel {KERNELS_VERSION}"
 HUB2WHEEL = "hub2wheel"
 FETCH_ONLY = "snapshot_download only"  # the download alone (cold phase): what the server allows, for reference
@@ -197,8 +197,14 @@ def run_case(case: str, repo_id: str, commit: str, endpoint: str, tmp: Path, ker
                 reused_out[tool, phase] = out
                 revision = commit if phase in PINNED_PHASES else "v0.1.0"
                 env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(homes[tool]),
-                       "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONPATH": str(ROOT)}
+                       "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
                 env.pop("HF_HUB_CACHE", None)
+                # to-wheel runs from its own venv with nothing of ours on its path; hub2wheel and the bare download
+                # see the repository root, then whatever PYTHONPATH this benchmark was given (packages carried to a
+                # machine that lacks them).
+                env.pop("PYTHONPATH", None)
+                if tool != TO_WHEEL:
+                    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
                 if phase == "offline":
                     env["HF_HUB_OFFLINE"] = "1"
                 before = _snapshot(out)
@@ -266,9 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--jobs", type=int, help="hub2wheel --jobs (default: its own default)")
+    parser.add_argument("--olah-workers", type=int, default=1,
+                        help="olah processes serving the repos (default 1; one process is the cold phase's limit)")
     parser.add_argument("--json", type=Path, help="also write every row as JSON here")
     args = parser.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
+    if args.olah_workers < 1:
+        parser.error(f"--olah-workers: expected a number of processes >= 1, got {args.olah_workers}")
     unknown = set(cases) - set(CASES)
     if unknown:
         parser.error(f"unknown cases {sorted(unknown)}; known: {', '.join(CASES)}")
@@ -284,10 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         for case in cases:
             repo_id, sizes[case], commit = make_repo(tmp / "mirrors", case, args.variants, tmp / "so")
             repos[case] = repo_id, commit
-        with olah_server(tmp / "mirrors", tmp) as endpoint:
+        with olah_server(tmp / "mirrors", tmp, workers=args.olah_workers) as endpoint:
             for case in cases:
                 rows += run_case(case, *repos[case], endpoint, tmp, kernels, args.repeats, args.jobs)
-    header = (f"{args.variants} flat CUDA variants per case, served by olah on 127.0.0.1; {cpu_model()}, "
+    served = f"{args.olah_workers} olah processes" if args.olah_workers > 1 else "olah"
+    header = (f"{args.variants} flat CUDA variants per case, served by {served} on 127.0.0.1; {cpu_model()}, "
               f"{os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}; "
               f"median of {args.repeats} interleaved run(s); ratio = hub2wheel / to-wheel.")
     text = header + "\n\n" + table(rows, sizes)

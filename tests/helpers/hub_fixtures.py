@@ -99,8 +99,12 @@ def _make_dependency_repos(mirrors: Path, commits: dict[str, str]) -> None:
 
 
 @contextlib.contextmanager
-def olah_server(mirrors: Path, base: Path) -> Iterator[str]:
-    """Run olah (offline mode: nothing goes upstream) serving the git repos under ``mirrors``; yields the endpoint."""
+def olah_server(mirrors: Path, base: Path, *, workers: int = 1) -> Iterator[str]:
+    """Run olah (offline mode: nothing goes upstream) serving the git repos under ``mirrors``; yields the endpoint.
+
+    ``workers`` > 1: that many olah processes behind one port (its ``--workers``). One olah process serves ~20-27 MB/s
+    whatever the number of connections (benchmarks/NOTES.md says why): concurrent downloads only run in parallel
+    across several processes."""
     venv = helper_venv(".venv-olah", f"olah=={OLAH_VERSION}")
     port = free_port()
     config = base / "olah.toml"
@@ -118,7 +122,8 @@ offline = true
 """
     )
     endpoint = f"http://127.0.0.1:{port}"
-    with serving([str(venv / "bin" / "olah-cli"), "-c", str(config)], endpoint + "/api/models/testorg/img2gray/refs",
+    argv = [str(venv / "bin" / "olah-cli"), "-c", str(config), *(["--workers", str(workers)] if workers > 1 else [])]
+    with serving(argv, endpoint + "/api/models/testorg/img2gray/refs",
                  log=base / "olah.log", cwd=base, seconds=60, any_status=True):  # any answer: up
         yield endpoint
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One device call for issue I: benchmarks/bench_hub2wheel.py on the lent machine's host CPU (16 cores), where olah
+# can run as several processes, so the cold phase is not held to one olah process's ~20-27 MB/s. Usage (device
+# tool): run(command="bash benchmarks/hub2wheel_run.sh", carry=[".whl/bench"], timeout_s=590); arguments given to the
+# script are added to every bench_hub2wheel.py run (a dry run here: `--variants 2 --cases random-8MiB`).
+# That machine reaches no package index, so .whl/bench/ is made here (Python 3.12 wheels, `pip download
+# --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64
+# --platform any -d DIR`): olah/ (olah==0.5.4), kernels/ (kernels==0.11.3 wheel, for to-wheel), tools/ (what
+# hub2wheel and the benchmark's repo builder import: huggingface_hub==2.4.0, kernels==0.17.2, auditwheel,
+# pyelftools, rich, packaging, wheel, with their dependencies), pip/ (a pip wheel, for venvs made without
+# ensurepip) and gnu-time (Debian's /usr/bin/time, used when the machine has none).
+# Most important first: each step has its own time limit, and what is in $OUT comes back even if the call is cut.
+set -uo pipefail
+W=$PWD/.whl/bench
+OUT=${OUT:-/tmp/out}
+export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_FIND_LINKS="$W/olah $W/kernels $W/pip"
+[ -x /usr/bin/time ] || export BENCH_GNU_TIME=$W/gnu-time
+# The two helper venvs bench_hub2wheel.py would make (tests/helpers/venvs.py), made here from the carried wheels.
+helper_venv() {  # $1: folder, then the requirements, one per line in the marker file as helper_venv writes it
+  local venv=$1; shift
+  python3 -m venv "$venv" 2>/dev/null || python3 -m venv --without-pip "$venv" || return 1
+  [ -x "$venv/bin/pip" ] || "$venv/bin/python" "$(ls "$W"/pip/pip-*.whl)/pip" install -q "$W"/pip/pip-*.whl || return 1
+  "$venv/bin/python" -m pip install -q "$@" && printf '%s' "$(printf '%s\n' "$@")" > "$venv/.requirements"
+}
+helper_venv .venv-olah "olah==0.5.4" || exit 1
+helper_venv .venv-kernels "kernels==0.11.3" wheel || exit 1
+# After the venvs: on PYTHONPATH, these would satisfy (and then shadow) to-wheel's own huggingface_hub 1.x.
+python3 -m pip install -q --no-deps --upgrade --target /tmp/tools-site "$W"/tools/*.whl || exit 1
+export PYTHONPATH=/tmp/tools-site
+{
+  lscpu | grep -E "Model name|^CPU\(s\)"
+  python3 -c "import sys, huggingface_hub; print('python', sys.version.split()[0], 'huggingface_hub', huggingface_hub.__version__)"
+  env -u PYTHONPATH .venv-kernels/bin/python -c "import huggingface_hub; print('to-wheel venv: huggingface_hub', huggingface_hub.__version__)"
+} 2>&1 | tee "$OUT/host.txt"
+
+EXTRA=("$@")
+bench() {  # $1: name of the result files, then bench_hub2wheel.py's arguments; ONLY=NAME runs that one alone
+  local name=$1; shift
+  [ -n "${ONLY:-}" ] && [ "$ONLY" != "$name" ] && return
+  timeout "$LIMIT" python3 benchmarks/bench_hub2wheel.py --json "$OUT/$name.json" "$@" "${EXTRA[@]}" > "$OUT/$name.md" \
+    2> "$OUT/$name.log"
+  echo "== $name (exit $?)"; cat "$OUT/$name.md"; grep -E "exit [1-9]" "$OUT/$name.log" | head -5
+}
+# One case a run (a case that fails to build, e.g. no libtorch_cuda_linalg.so there, costs only its own rows).
+LIMIT=90 bench hub2wheel-host-8mib --olah-workers 8 --cases random-8MiB
+LIMIT=190 bench hub2wheel-host-real --olah-workers 8 --cases real
+LIMIT=${LIMIT_64MIB:-140} bench hub2wheel-host-64mib --olah-workers 8 --cases random-64MiB
+LIMIT=100 bench hub2wheel-host-8mib-1worker --olah-workers 1 --cases random-8MiB
