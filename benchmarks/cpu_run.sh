@@ -12,6 +12,7 @@ export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-index --no-compile --target "$SITE" "$DIR"/*.whl || exit 1
 {
   lscpu
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null  # the machine, for RESULTS.md
   python3 -c "import cv2, numpy, PIL, torch; print('opencv', cv2.__version__, 'torch', torch.__version__,
               'numpy', numpy.__version__, 'pillow', PIL.__version__)"
   "$DIR"/harness check
