@@ -28,7 +28,10 @@ once a day. kernels 0.11.3's huggingface_hub (1.x) does not read it.
 tools/ is byte-compiled first (``compileall``), as an installed package is. Each command starts once the CPUs
 are quiet (``wait_until_quiet``: olah keeps a core busy for a while after serving a download). Reported per command: wall seconds, max RSS (GNU ``time``'s ``%M``), wheels and bytes written (files whose
 inode or mtime changed). Run: ``.venv/bin/python benchmarks/bench_hub2wheel.py [--cases random-8MiB,real]
-[--variants 10] [--repeats 1] [--jobs N] [--json results/hub2wheel.json]``; prints a Markdown table.
+[--variants 10] [--repeats 1] [--jobs N] [--olah-workers N] [--json results/hub2wheel.json]``; prints a Markdown
+table. One olah process serves ~20-27 MB/s however many connections ask (NOTES.md says why), which sets the cold
+phase on its own; ``--olah-workers N`` runs N olah processes behind the port, as a Hub's CDN serves connections in
+parallel (``hub2wheel_run.sh`` runs it that way on a 16-core machine).
 """
 
 from __future__ import annotations
