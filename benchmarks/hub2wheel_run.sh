@@ -37,12 +37,16 @@ EXTRA=("$@")
 bench() {  # $1: name of the result files, then bench_hub2wheel.py's arguments; ONLY=NAME runs that one alone
   local name=$1; shift
   [ -n "${ONLY:-}" ] && [ "$ONLY" != "$name" ] && return
-  timeout "$LIMIT" python3 benchmarks/bench_hub2wheel.py --json "$OUT/$name.json" "$@" "${EXTRA[@]}" > "$OUT/$name.md" \
-    2> "$OUT/$name.log"
-  echo "== $name (exit $?)"; cat "$OUT/$name.md"; grep -E "exit [1-9]" "$OUT/$name.log" | head -5
+  # The device tool brings back at most 8 files: one JSON a run, and one log (stderr, then the table) for all.
+  timeout "$LIMIT" python3 benchmarks/bench_hub2wheel.py --json "$OUT/$name.json" "$@" "${EXTRA[@]}" \
+    > "/tmp/$name.md" 2> "/tmp/$name.log"
+  local rc=$?
+  { echo "== $name (exit $rc)"; cat "/tmp/$name.log" "/tmp/$name.md"; } >> "$OUT/bench.log"
+  echo "== $name (exit $rc)"; cat "/tmp/$name.md"; grep -E "exit [1-9]" "/tmp/$name.log" | head -5
 }
 # One case a run (a case that fails to build, e.g. no libtorch_cuda_linalg.so there, costs only its own rows).
-LIMIT=90 bench hub2wheel-host-8mib --olah-workers 8 --cases random-8MiB
-LIMIT=190 bench hub2wheel-host-real --olah-workers 8 --cases real
-LIMIT=${LIMIT_64MIB:-140} bench hub2wheel-host-64mib --olah-workers 8 --cases random-64MiB
-LIMIT=100 bench hub2wheel-host-8mib-1worker --olah-workers 1 --cases random-8MiB
+# From run F's rows (2026-12-05) plus building each repo: 8 MiB ~40 s, real ~140 s, 64 MiB ~165 s, one olah ~45 s.
+LIMIT=70 bench hub2wheel-host-8mib --olah-workers 8 --cases random-8MiB
+LIMIT=180 bench hub2wheel-host-real --olah-workers 8 --cases real
+LIMIT=${LIMIT_64MIB:-200} bench hub2wheel-host-64mib --olah-workers 8 --cases random-64MiB
+LIMIT=70 bench hub2wheel-host-8mib-1worker --olah-workers 1 --cases random-8MiB
