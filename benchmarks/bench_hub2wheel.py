@@ -66,7 +66,7 @@ PHASES = ("cold", "warm", "offline", "rerun", "commit", "commit rerun")
 PINNED_PHASES = ("commit", "commit rerun")  # hub2wheel only
 # The registry as huggingface_hub caches it; no harness listed, so no process is reported as an agent.
 AGENT_REGISTRY = {"standardEnvVars": [], "harnesses": {}}
-GNU_TIME = os.environ.get("BENCH_GNU_TIME", "/usr/bin/time")  # a GNU time carried to a machine without one
+GNU_TIME = "/usr/bin/time"
 TO_WHEEL = f"to-wheel {KERNELS_VERSION}"
 HUB2WHEEL = "hub2wheel"
 FETCH_ONLY = "snapshot_download only"  # the download alone (cold phase): what the server allows, for reference

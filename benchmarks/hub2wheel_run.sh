@@ -5,32 +5,20 @@
 # script are added to every bench_hub2wheel.py run (a dry run here: `--variants 2 --cases random-8MiB`).
 # That machine reaches no package index, so .whl/bench/ is made here (Python 3.12 wheels, `pip download
 # --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64
-# --platform any -d DIR`): olah/ (olah==0.5.4), kernels/ (kernels==0.11.3 wheel, for to-wheel), tools/ (what
-# hub2wheel and the benchmark's repo builder import: huggingface_hub==2.4.0, kernels==0.17.2, auditwheel,
-# pyelftools, rich, packaging, wheel, with their dependencies), pip/ (a pip wheel, for venvs made without
-# ensurepip) and gnu-time (Debian's /usr/bin/time, used when the machine has none).
+# --platform any -d DIR`): olah/ (olah==0.5.4) and kernels/ (kernels==0.11.3 and wheel), from which the benchmark's
+# helper venvs install (tests/helpers/venvs.py, through PIP_FIND_LINKS), and tools/ (what hub2wheel and the
+# benchmark's repo builder import: huggingface_hub==2.4.0, kernels==0.17.2, auditwheel, pyelftools, rich,
+# packaging, wheel, with their dependencies), put on PYTHONPATH.
 # Most important first: each step has its own time limit, and what is in $OUT comes back even if the call is cut.
 set -uo pipefail
 W=$PWD/.whl/bench
 OUT=${OUT:-/tmp/out}
-export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_FIND_LINKS="$W/olah $W/kernels $W/pip"
-[ -x /usr/bin/time ] || export BENCH_GNU_TIME=$W/gnu-time
-# The two helper venvs bench_hub2wheel.py would make (tests/helpers/venvs.py), made here from the carried wheels.
-helper_venv() {  # $1: folder, then the requirements, one per line in the marker file as helper_venv writes it
-  local venv=$1; shift
-  python3 -m venv "$venv" 2>/dev/null || python3 -m venv --without-pip "$venv" || return 1
-  [ -x "$venv/bin/pip" ] || "$venv/bin/python" "$(ls "$W"/pip/pip-*.whl)/pip" install -q "$W"/pip/pip-*.whl || return 1
-  "$venv/bin/python" -m pip install -q "$@" && printf '%s' "$(printf '%s\n' "$@")" > "$venv/.requirements"
-}
-helper_venv .venv-olah "olah==0.5.4" || exit 1
-helper_venv .venv-kernels "kernels==0.11.3" wheel || exit 1
-# After the venvs: on PYTHONPATH, these would satisfy (and then shadow) to-wheel's own huggingface_hub 1.x.
+export PYTHONUNBUFFERED=1 PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_FIND_LINKS="$W/olah $W/kernels"
 python3 -m pip install -q --no-deps --upgrade --target /tmp/tools-site "$W"/tools/*.whl || exit 1
 export PYTHONPATH=/tmp/tools-site
 {
   lscpu | grep -E "Model name|^CPU\(s\)"
   python3 -c "import sys, huggingface_hub; print('python', sys.version.split()[0], 'huggingface_hub', huggingface_hub.__version__)"
-  env -u PYTHONPATH .venv-kernels/bin/python -c "import huggingface_hub; print('to-wheel venv: huggingface_hub', huggingface_hub.__version__)"
 } 2>&1 | tee "$OUT/host.txt"
 
 EXTRA=("$@")
@@ -50,3 +38,5 @@ LIMIT=70 bench hub2wheel-host-8mib --olah-workers 8 --cases random-8MiB
 LIMIT=180 bench hub2wheel-host-real --olah-workers 8 --cases real
 LIMIT=${LIMIT_64MIB:-200} bench hub2wheel-host-64mib --olah-workers 8 --cases random-64MiB
 LIMIT=70 bench hub2wheel-host-8mib-1worker --olah-workers 1 --cases random-8MiB
+env -u PYTHONPATH .venv-kernels/bin/python -c "import huggingface_hub; print('to-wheel venv: huggingface_hub', \
+  huggingface_hub.__version__)" 2>&1 | tee -a "$OUT/host.txt"

@@ -7,6 +7,7 @@ runs (they are git-ignored); nothing has to be installed by hand.
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,9 @@ def helper_venv(name: str, *requirements: str) -> Path:
         return venv
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *requirements], check=True)
+    # Without the caller's PYTHONPATH: packages on it would count as installed, and the venv would lack them.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *requirements], check=True, env=env)
     marker.write_text(wanted)
     return venv
 
