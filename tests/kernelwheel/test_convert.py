@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from rich.console import Console
 from tests.helpers import kernel_repos
 from tests.kernelwheel.test_layout import METADATA
 from tools.kernelwheel.convert import Options, Source, build_variant, convert
-from tools.kernelwheel.errors import DigestMismatch, InvalidVariant, ToolError
+from tools.kernelwheel.errors import DigestMismatch, HubError, InvalidVariant, ToolError
 from tools.kernelwheel.lockfile import VariantLock, variant_hash
 from tools.kernelwheel.selection import VariantFilter
 from tools.kernelwheel.sources import local_source
@@ -228,3 +229,41 @@ def test_a_different_build_of_the_same_name_is_never_replaced_silently(tmp_path:
     console, buffer = _console()
     convert(local_source(repo), Options(out_dir=out), console)  # the same build again: left alone, no warning
     assert "warning" not in buffer.getvalue()
+
+
+class _Arriving:
+    """A build/ tree whose variants arrive one by one (as background_fetch delivers them), one of them never."""
+
+    def __init__(self, build_dir: Path, failing: str) -> None:
+        self.variants = tuple(sorted(p.name for p in build_dir.iterdir()))
+        self._failing = failing
+        self.waited: list[str] = []
+        self.closed = 0
+
+    def wait_metadata(self) -> None:
+        pass
+
+    def wait(self, variant: str) -> None:
+        self.waited.append(variant)
+        if variant == self._failing:
+            raise HubError(f"testorg/img2gray@abc: build/{variant}/metadata.json: download failed: 503")
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_arriving_variants_convert_each_when_complete_and_a_failed_one_is_reported(flat_repo: Path,
+                                                                                   tmp_path: Path) -> None:
+    source = local_source(flat_repo)
+    arriving = _Arriving(source.build_dir, failing=CPU_VARIANT)
+    report = convert(replace(source, arrivals=arriving), Options(out_dir=tmp_path / "out", jobs=2), _console()[0])
+    expected = convert(source, Options(out_dir=tmp_path / "whole"), _console()[0])
+    # the same wheels as from the whole tree, less the variant that did not come, which fails with the fetch's reason
+    assert sorted(p.name for _, p in report.converted) == \
+        sorted(p.name for v, p in expected.converted if v != CPU_VARIANT)
+    assert report.failed == [CPU_VARIANT]
+    assert "download failed: 503" in dict(report.skipped)[CPU_VARIANT]
+    assert set(arriving.waited) >= {v for v, _ in expected.converted} and arriving.closed == 1

@@ -164,5 +164,5 @@ def test_cache_folder_is_huggingface_hubs(repo_id: str, repo_type: str) -> None:
     from huggingface_hub.file_download import repo_folder_name
 
     settings = _settings()
-    assert hub._cache_folder(settings, repo_id, repo_type) == \
+    assert hub.cache_folder(settings, repo_id, repo_type) == \
         settings.cache_dir / repo_folder_name(repo_id=repo_id, repo_type=repo_type)

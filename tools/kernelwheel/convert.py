@@ -19,15 +19,16 @@ exit code tells it from a variant that is merely not for this run (another OS, `
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -58,6 +59,27 @@ from tools.kernelwheel.variants import Variant
 from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel_if_changed
 
 
+class Arrivals(Protocol):
+    """A ``build/`` tree whose files are still arriving (``background_fetch``): conversion waits per variant."""
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """Every ``build/<variant>/`` there will be."""
+        ...
+
+    def wait_metadata(self) -> None:
+        """Every variant's metadata.json is in place (ToolError when one could not be fetched)."""
+
+    def wait(self, variant: str) -> None:
+        """Every file of ``build/<variant>/`` is in place (ToolError when one could not be fetched)."""
+
+    def close(self) -> None:
+        """Wait for the rest and finish (called once, when the tree is no longer needed)."""
+
+    def cancel(self) -> None:
+        """Stop fetching (Ctrl-C): waits for files in flight; what was not fetched makes ``wait`` fail."""
+
+
 @dataclass(frozen=True)
 class Source:
     """A ``build/`` tree to convert and what is known about where it came from."""
@@ -72,6 +94,7 @@ class Source:
     trusted_roots: tuple[Path, ...] = ()  # where symlinks may point besides the variant (the cache's blobs/)
     locks: Mapping[str, lockfile.VariantLock] | None = None
     dependencies: Mapping[str, ConvertedKernel] = field(default_factory=dict)  # kernel-depends converted this run
+    arrivals: Arrivals | None = None  # files still downloading: each variant converts as soon as it is complete
 
 
 @dataclass(frozen=True)
@@ -275,23 +298,45 @@ class _Stopped(Exception):
     """A worker gives up because the run was interrupted (its temporary files are removed on the way out)."""
 
 
+def _variant_names(source: Source) -> list[str]:
+    if source.arrivals is not None:
+        return list(source.arrivals.variants)
+    return [p.name for p in source.build_dir.iterdir() if p.is_dir() or p.is_symlink()]
+
+
 def convert(source: Source, options: Options, console: Console | None = None) -> Report:
     """Convert every selected variant of ``source.build_dir``; one failure never stops the others.
 
-    Variants are checked, then their wheels written, ``options.jobs`` at a time (threads: hashing, deflate and file
-    I/O run outside the GIL). Reports, names and wheels do not depend on the order work finishes in."""
+    Variants are checked ``options.jobs`` at a time (threads: hashing, deflate and file I/O run outside the GIL), and
+    each one's wheel is written (``options.jobs`` at a time too) as soon as it and every variant before it are
+    checked: so, while ``source.arrivals`` still downloads, the first wheels are written as the last files come.
+    Reports, names and wheels do not depend on the order work finishes in."""
     console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        return _convert(source, options, console)
+    finally:
+        if source.arrivals is not None:
+            source.arrivals.close()
+
+
+def _convert(source: Source, options: Options, console: Console) -> Report:
     report = Report()
-    if not source.build_dir.is_dir():
+    arrivals = source.arrivals
+    if arrivals is None and not source.build_dir.is_dir():
         report.skipped.append(("build/", FailureReason(f"{source.label} has no build/ directory")))
         return report
-    names = [p.name for p in source.build_dir.iterdir() if p.is_dir() or p.is_symlink()]
+    names = _variant_names(source)
     if source.locks is not None:
         for missing in sorted(set(source.locks) - set(names)):
             report.skipped.append((missing, FailureReason(f"locked in kernels.lock but absent from {source.label}")))
         names = [n for n in names if n in source.locks]
     selection = select_variants(names, options.variants)
     report.skipped.extend((r.name, FailureReason(r.reason) if r.invalid else r.reason) for r in selection.rejected)
+    if arrivals is not None:  # the noarch plan compares the noarch variants' files: they are fetched first
+        for variant in selection.accepted:
+            if variant.arch is None:
+                with contextlib.suppress(ToolError):  # a noarch variant that did not come: its check says why
+                    arrivals.wait(str(variant))
     noarch = plan_noarch(source.build_dir, selection.accepted, source.trusted_roots)
     for variant, same in sorted(noarch.same_as.items(), key=lambda item: str(item[0])):
         report.skipped.append((str(variant), f"the same build as {same} (same files and dependencies): "
@@ -300,6 +345,8 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
     stop = threading.Event()
 
     def check(variant: Variant) -> WheelContents[wheelfile.Source]:
+        if arrivals is not None:
+            arrivals.wait(str(variant))
         if stop.is_set():
             raise _Stopped()
         variant_dir = source.build_dir / str(variant)
@@ -310,7 +357,7 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
     def on_bytes(n: int) -> None:
         if stop.is_set():
             raise _Stopped()
-        task.advance(nbytes=n)
+        writing.advance(nbytes=n)
 
     def write(contents: WheelContents[wheelfile.Source]) -> wheelfile.WrittenWheel:
         if stop.is_set():
@@ -326,55 +373,63 @@ def convert(source: Source, options: Options, console: Console | None = None) ->
         load_digest_cache(options.digest_cache)
     if options.verdict_cache is not None:
         elf.load_verdicts(options.verdict_cache)
-    with activity(console) as display, ThreadPoolExecutor(jobs, thread_name_prefix="convert") as pool:
-        task = display.task("checking", source.label, files_total=len(accepted))
+    # Two pools: a check waiting for its variant's download must not hold up the writing of one already checked.
+    with activity(console) as display, ThreadPoolExecutor(jobs, thread_name_prefix="check") as checkers, \
+            ThreadPoolExecutor(jobs, thread_name_prefix="convert") as writers:
+        checking = display.task("checking", source.label, files_total=len(accepted))
+        writing = display.task("writing", source.label, files_total=0, bytes_total=0)
         try:
-            # 1. Check every variant (digests, ELF, signatures): in parallel, results in variant order.
-            checked: dict[str, WheelContents[wheelfile.Source]] = {}
-            for variant, future in [(v, pool.submit(check, v)) for v in accepted]:
+            # 1. Check every variant (digests, ELF, signatures), in parallel; results taken in variant order, so a
+            #    variant's claim on its wheel's filename is settled once every variant before it is checked: two
+            #    variants giving one wheel, the first one in order keeps it.
+            claimed: dict[str, str] = {}
+            writes: list[tuple[str, WheelContents[wheelfile.Source], Future[wheelfile.WrittenWheel]]] = []
+            bytes_total = 0
+            for variant, future in [(v, checkers.submit(check, v)) for v in accepted]:
                 try:
-                    checked[str(variant)] = future.result()
+                    contents = future.result()
                 except (ToolError, OSError) as exc:  # OSError: a file that cannot be read (EACCES, EIO, ...)
                     report.skipped.append((str(variant), _failure(f"build/{variant}", exc)))
-                task.advance(files=1)
-            # 2. Two variants giving one wheel: the first one in order keeps it.
-            claimed: dict[str, str] = {}
-            for variant_name, contents in list(checked.items()):
+                    continue
+                finally:
+                    checking.advance(files=1)
                 filename = contents.name.filename
                 if filename in claimed:
-                    del checked[variant_name]
-                    report.skipped.append((variant_name, FailureReason(f"build/{variant_name}: gives the same wheel "
-                                                                       f"as {claimed[filename]} ({filename})")))
-                else:
-                    claimed[filename] = variant_name
-            total = sum(_payload_bytes(c) for c in checked.values())
-            task.finish()
-            task = display.task("writing", source.label, files_total=len(checked), bytes_total=total)
-            # 3. Write the wheels (each one left alone when it is already there, byte for byte).
-            writes = [(name, pool.submit(write, contents)) for name, contents in checked.items()]
-            for variant_name, pending in writes:
+                    report.skipped.append((str(variant), FailureReason(f"build/{variant}: gives the same wheel as "
+                                                                       f"{claimed[filename]} ({filename})")))
+                    continue
+                claimed[filename] = str(variant)
+                # 2. Write its wheel (left alone when it is already there, byte for byte).
+                bytes_total += _payload_bytes(contents)
+                writing.update(files_total=len(writes) + 1, bytes_total=bytes_total)
+                writes.append((str(variant), contents, writers.submit(write, contents)))
+            checking.finish()
+            for variant_name, contents, pending in writes:
                 try:
                     written = pending.result()
                 except (ToolError, OSError) as exc:  # OSError: ENOSPC, EFBIG, EISDIR, ... (nothing partial is left)
                     report.skipped.append((variant_name, _failure(f"build/{variant_name}: writing its wheel", exc)))
                     continue
                 finally:
-                    task.advance(files=1)
+                    writing.advance(files=1)
                 report.converted.append((variant_name, written.path))
                 if not written.written:
                     report.unchanged.append(variant_name)
-                    task.advance(nbytes=_payload_bytes(checked[variant_name]))
+                    writing.advance(nbytes=_payload_bytes(contents))
                 note = "" if written.written else " (up to date)"
                 console.print(f"[green]✓[/] {escape(variant_name)} → {escape(written.path.name)}{note}")
                 if written.replaced:  # never silent: an index or pip cache may hold the old bytes under this name
                     print_warning(console, f"{written.path} held a different build with the same name and version; "
                                   "replaced (a local folder has no commit to version by: --kernel-version keeps both)")
-            task.finish()
+            writing.finish()
         except BaseException:
-            # Ctrl-C or SIGTERM (atomic.sigterm_exits) in this thread: workers stop at their next chunk and remove
-            # their temporaries; nothing partial is left when this returns.
+            # Ctrl-C or SIGTERM (atomic.sigterm_exits) in this thread: downloads not started are dropped, workers
+            # stop at their next chunk and remove their temporaries; nothing partial is left when this returns.
             stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)
+            if arrivals is not None:
+                arrivals.cancel()
+            for pool in (checkers, writers):
+                pool.shutdown(wait=True, cancel_futures=True)
             raise
     if options.digest_cache is not None:
         save_digest_cache(options.digest_cache)

@@ -8,6 +8,7 @@ dependency that cannot be fetched or converted makes only the variants that need
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
@@ -39,9 +40,15 @@ class _Run:
 def declared_dependencies(source: Source, options: Options) -> list[Dependency]:
     """The ``kernel-depends`` of every variant this run converts, from its ``metadata.json`` alone (a variant whose
     metadata cannot be read declares none here; its conversion says why, as it does for any other bad file)."""
-    if not source.build_dir.is_dir():
+    if source.arrivals is not None:
+        # Fetched before any variant's other files; a variant whose metadata did not come fails with the reason.
+        with contextlib.suppress(ToolError):
+            source.arrivals.wait_metadata()
+        names = list(source.arrivals.variants)
+    elif not source.build_dir.is_dir():
         return []
-    names = [p.name for p in source.build_dir.iterdir() if p.is_dir() and not p.is_symlink()]
+    else:
+        names = [p.name for p in source.build_dir.iterdir() if p.is_dir() and not p.is_symlink()]
     found: dict[str, Dependency] = {}
     for variant in select_variants(names, options.variants).accepted:
         where = f"build/{variant}"
@@ -88,15 +95,20 @@ def _convert_dependency(dep: Dependency, options: Options, resolve: Resolve, con
 
 def _convert(source: Source, options: Options, resolve: Resolve, console: Console, run: _Run) -> Report:
     report = Report()
-    dependencies = declared_dependencies(source, options)
     converted: dict[str, ConvertedKernel] = {}
-    if dependencies:
-        run.chain.append(source.repo_id or source.label)
-        try:
-            for dep in dependencies:
-                converted[dep.repo_id] = _convert_dependency(dep, options, resolve, console, run, report)
-        finally:
-            run.chain.pop()
+    try:
+        dependencies = declared_dependencies(source, options)
+        if dependencies:
+            run.chain.append(source.repo_id or source.label)
+            try:
+                for dep in dependencies:
+                    converted[dep.repo_id] = _convert_dependency(dep, options, resolve, console, run, report)
+            finally:
+                run.chain.pop()
+    except BaseException:  # Ctrl-C before convert() took the source over: stop its downloads too
+        if source.arrivals is not None:
+            source.arrivals.cancel()
+        raise
     own = convert(replace(source, dependencies=converted), options, console)
     report.converted[:0] = own.converted  # the kernel's own wheels first, then its dependencies'
     report.skipped[:0] = own.skipped
@@ -111,6 +123,8 @@ def convert_with_dependencies(sources: Iterable[Source], options: Options, resol
     total = Report()
     for source in sources:
         if source.repo_id is not None and source.repo_id in run.done:
+            if source.arrivals is not None:
+                source.arrivals.close()
             continue  # already converted as a dependency of an earlier source
         report = _convert(source, options, resolve, console, run)
         total.converted.extend(report.converted)

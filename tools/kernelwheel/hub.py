@@ -1,4 +1,5 @@
-"""The only module that talks to the Hugging Face Hub: version → commit, and fetching ``build/<variant>/`` files.
+"""Talking to the Hugging Face Hub: version → commit, and fetching ``build/<variant>/`` files (with
+``background_fetch``, which fetches a variant at a time on top of this module, the only one that does).
 
 Everything goes through ``huggingface_hub`` (``HfApi`` is passed in, or built from the environment), so
 ``HF_ENDPOINT``, ``HF_TOKEN``, ``HF_HUB_OFFLINE``, ``HF_HOME``/``HF_HUB_CACHE`` behave as they do for
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 REPO_TYPES = ("kernel", "model")
 DOWNLOAD_WORKERS = 8  # files snapshot_download fetches at once (its own default)
-DOWNLOAD_CHUNK = 1 << 20  # bytes huggingface_hub reads from a response at a time (see _download)
+DOWNLOAD_CHUNK = 1 << 20  # bytes huggingface_hub reads from a response at a time (see limit_download_chunk)
 # Never fetched: byte code someone committed along with a build.
 IGNORE_PATTERNS = ("*.pyc", "__pycache__/*", "*/__pycache__/*")
 _VERSION_REF = re.compile(r"^v(\d+(?:\.\d+)*)$")
@@ -151,7 +152,7 @@ def pick_version(refs: list[VersionRef], spec: str, repo_id: str) -> VersionRef:
     raise RevisionNotFound(f"{repo_id}: no version tag or branch matches {spec!r} (available: {available})")
 
 
-def _cache_folder(settings: HubSettings, repo_id: str, repo_type: str) -> Path:
+def cache_folder(settings: HubSettings, repo_id: str, repo_type: str) -> Path:
     # huggingface_hub's file_download.repo_folder_name, spelled out: that module costs ~0.2 s to import, which is
     # most of a rerun of a pinned commit (tests/kernelwheel/test_hub.py checks that both name the same folder).
     return settings.cache_dir / hf_constants.REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
@@ -163,14 +164,14 @@ def _cached_refs(settings: HubSettings, repo_id: str) -> tuple[str, dict[str, st
     # which is what snapshot_download leaves after fetching a ref (e.g. main) where no file matched the patterns.
     # The refs/<name> file layout read here is the one snapshot_download writes.
     for repo_type in REPO_TYPES:
-        refs_dir = _cache_folder(settings, repo_id, repo_type) / "refs"
+        refs_dir = cache_folder(settings, repo_id, repo_type) / "refs"
         if refs_dir.is_dir():
             refs = {p.name: p.read_text().strip() for p in refs_dir.iterdir() if p.is_file()}
             return repo_type, refs
     return None
 
 
-def _is_missing(exc: BaseException) -> bool:
+def is_missing(exc: BaseException) -> bool:
     """An answer meaning "no such repository of this type" (so the next repo type is worth a try)."""
     from huggingface_hub.errors import (
         EntryNotFoundError,
@@ -202,7 +203,7 @@ def list_version_refs(api: HfApi, settings: HubSettings, repo_id: str) -> tuple[
         try:
             git_refs = api.list_repo_refs(repo_id, repo_type=repo_type)
         except Exception as exc:
-            if _is_missing(exc):
+            if is_missing(exc):
                 continue
             raise HubError(f"{repo_id}: cannot list refs on {api.endpoint}: {exc}") from None
         tags = [(t.name, t.target_commit) for t in git_refs.tags]
@@ -254,13 +255,17 @@ def _progress_class(on_file: ProgressCallback | None, on_bytes: BytesProgressCal
     return _Progress
 
 
+def limit_download_chunk() -> None:
+    """huggingface_hub reads each response in DOWNLOAD_CHUNK_SIZE (10 MiB) pieces, and httpx keeps two or three of
+    them per connection: 8 downloads of large files held ~280 MB. 1 MiB pieces hold ~60 MB at the same speed
+    (benchmarks/NOTES.md). The constant is read at every download, so setting it before downloading is enough."""
+    hf_constants.DOWNLOAD_CHUNK_SIZE = min(hf_constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_CHUNK)
+
+
 def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str, patterns: list[str],
               on_file: ProgressCallback | None, max_workers: int,
               on_bytes: BytesProgressCallback | None = None) -> Path:
-    # huggingface_hub reads each response in DOWNLOAD_CHUNK_SIZE (10 MiB) pieces, and httpx keeps two or three of
-    # them per connection: 8 downloads of large files held ~280 MB. 1 MiB pieces hold ~60 MB at the same speed
-    # (benchmarks/NOTES.md). The constant is read at every download, so setting it here is enough.
-    hf_constants.DOWNLOAD_CHUNK_SIZE = min(hf_constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_CHUNK)
+    limit_download_chunk()
     from huggingface_hub import snapshot_download
 
     return Path(
@@ -324,16 +329,16 @@ def fetch(
         except LocalEntryNotFoundError as exc:
             # Not in the cache; online, the Hub's answer that snapshot_download did not pass on is the cause.
             cause = exc.__cause__
-            if not settings.offline and cause is not None and not _is_missing(cause):
+            if not settings.offline and cause is not None and not is_missing(cause):
                 failure = failure or HubError(f"{repo_id}@{revision}: request to {api.endpoint} failed: {cause}")
             continue
         except Exception as exc:
-            if not _is_missing(exc):
+            if not is_missing(exc):
                 failure = failure or HubError(f"{repo_id}@{revision}: fetching from {api.endpoint} failed: {exc}")
             continue
         snapshot = Snapshot(repo_id, repo_type, root.name, root, root.parent.parent / "blobs")
         if not settings.offline:
-            _record_complete(settings, snapshot, revision, allow)
+            record_complete(settings, snapshot, revision, allow)
         return snapshot
     if failure is not None:
         if incomplete is not None:
@@ -374,7 +379,7 @@ def _record_path(settings: HubSettings, repo_id: str, revision: str, patterns: l
     return folder / f"{key}.json"
 
 
-def _record_complete(settings: HubSettings, snapshot: Snapshot, revision: str, patterns: list[str]) -> None:
+def record_complete(settings: HubSettings, snapshot: Snapshot, revision: str, patterns: list[str]) -> None:
     files = sorted(str(p.relative_to(snapshot.root)) for p in snapshot.root.rglob("*") if p.is_file()) \
         if snapshot.root.is_dir() else []
     json_cache.save(_record_path(settings, snapshot.repo_id, revision, patterns), {"format": _RECORD_FORMAT},
@@ -391,7 +396,7 @@ def _load_record(settings: HubSettings, repo_id: str, revision: str, patterns: l
     if repo_type not in REPO_TYPES or not isinstance(commit, str) or not _COMMIT_HASH.fullmatch(commit) \
             or not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
         return None
-    root = _cache_folder(settings, repo_id, str(repo_type)) / "snapshots" / commit
+    root = cache_folder(settings, repo_id, str(repo_type)) / "snapshots" / commit
     if not all((root / f).is_file() for f in files):
         return None
     return _Record(Snapshot(repo_id, str(repo_type), commit, root, root.parent.parent / "blobs"), files)

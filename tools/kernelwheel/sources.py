@@ -1,6 +1,8 @@
 """Where a ``build/`` tree to convert comes from: a local folder, a Hub revision or version, or a ``kernels.lock``.
 
-Each function yields ``convert.Source`` values; downloading (``hub``) shows one progress bar per repository. Hub
+Each function yields ``convert.Source`` values; downloading shows one progress line per repository. A revision whose
+files are not all cached yet is fetched in the background (``background_fetch``): its ``Source`` has ``arrivals``, and
+conversion starts with the first complete variant; otherwise (offline, a rerun) ``hub`` gives the whole snapshot. Hub
 repositories pass kernels' trusted-publisher gate (``trust``) before any file is fetched; local folders are not gated.
 """
 
@@ -12,9 +14,9 @@ from pathlib import Path
 from packaging.version import Version
 from rich.console import Console
 
-from tools.kernelwheel import hub, lockfile
-from tools.kernelwheel.console import activity, print_step, print_warning
-from tools.kernelwheel.convert import Source
+from tools.kernelwheel import background_fetch, hub, lockfile
+from tools.kernelwheel.console import ActivityTask, activity, print_step, print_warning
+from tools.kernelwheel.convert import Arrivals, Source
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.kernel_depends import Dependency
 from tools.kernelwheel.trust import TrustPolicy, check_publisher
@@ -35,29 +37,67 @@ def _check_trust(settings: hub.HubSettings, repo_id: str, trust: TrustPolicy, co
         print_warning(console, warning)
 
 
+class _Fetching:
+    """A background fetch as ``convert`` waits on it (``convert.Arrivals``), with its progress line: finished, with
+    the summary ``hub.fetch`` prints, when conversion closes it."""
+
+    def __init__(self, fetch: background_fetch.BackgroundFetch, task: ActivityTask, downloaded: dict[str, int]):
+        self._fetch, self._task, self._downloaded = fetch, task, downloaded
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return self._fetch.variants
+
+    def wait_metadata(self) -> None:
+        self._fetch.wait_metadata()
+
+    def wait(self, variant: str) -> None:
+        self._fetch.wait(variant)
+
+    def close(self) -> None:
+        complete = self._fetch.close()
+        files = f"{self._downloaded['files']} files" if complete else \
+            f"{self._downloaded['files']} of {self._fetch.files_total} files (see the variants skipped)"
+        self._task.finish(f"{files}, {self._downloaded['bytes'] / 2**20:.1f} MiB downloaded")
+
+    def cancel(self) -> None:
+        self._fetch.cancel()
+
+
 def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
-           console: Console) -> hub.Snapshot:
+           console: Console) -> tuple[hub.Snapshot, Arrivals | None]:
+    """The snapshot, complete; or, when its files are still to download, where they will be and a fetch already
+    under way (``background_fetch``) that conversion waits on."""
     cached = hub.cached_fetch(settings, repo_id, revision, patterns=patterns)
     if cached is not None:
         print_step(console, f"fetching {repo_id}@{revision}: 0 files, 0.0 MiB downloaded (every file already in the "
                             f"cache at commit {cached.commit})")
-        return cached
+        return cached, None
     with activity(console) as display:
         task = display.task("fetching", f"{repo_id}@{revision}")
         counts = {"files": 0, "bytes": 0}
 
-        def on_file(filename: str, index: int, total: int) -> None:
-            counts["files"] = total
-            task.update(files_done=index, files_total=total)
+        def on_files(done: int, total: int) -> None:
+            counts["files"] = done
+            task.update(files_done=done, files_total=total)
 
         def on_bytes(done: int, total: int) -> None:
             counts["bytes"] = done
             task.update(bytes_done=done, bytes_total=total)
 
+        background = background_fetch.start(settings, repo_id, revision, patterns, on_bytes=on_bytes,
+                                            on_files=on_files)
+        if background is not None:
+            return background.snapshot, _Fetching(background, task, counts)
+
+        def on_file(_name: str, done: int, total: int) -> None:  # hub.fetch counts files as snapshot_download does
+            task.update(files_done=done, files_total=total)
+            counts["files"] = total
+
         snapshot = hub.fetch(settings.api(), settings, repo_id, revision, patterns=patterns, on_file=on_file,
                              on_bytes=on_bytes)
         task.finish(f"{counts['files']} files, {counts['bytes'] / 2**20:.1f} MiB downloaded")
-        return snapshot
+        return snapshot, None
 
 
 def hub_source(
@@ -79,9 +119,9 @@ def hub_source(
         _, ref = hub.resolve_version(settings.api(), settings, repo_id, version_spec)
         print_step(console, f"{repo_id}: --version {version_spec} → {ref.kind} {ref.name} at {ref.commit}")
         revision, version = ref.name, ref.version
-    snapshot = _fetch(settings, repo_id, revision, patterns, console)
+    snapshot, arrivals = _fetch(settings, repo_id, revision, patterns, console)
     print_step(console, f"{repo_id}@{revision}: commit {snapshot.commit}")
-    return _snapshot_source(settings, snapshot, version, None, console)
+    return _snapshot_source(settings, snapshot, version, None, console, arrivals)
 
 
 def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | None = None,
@@ -104,13 +144,14 @@ def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | N
             pass  # the version is only a nicety for the wheel version; the commit is what is locked
         locked = lock.variants
         patterns = [f"build/{v}/*" for v in locked] if locked is not None else ["build/*"]
-        snapshot = _fetch(settings, lock.repo_id, lock.sha, patterns, console)
+        snapshot, arrivals = _fetch(settings, lock.repo_id, lock.sha, patterns, console)
         print_step(console, f"{lock.repo_id}: locked commit {snapshot.commit}")
-        yield _snapshot_source(settings, snapshot, locked_version, lock.variants, console)
+        yield _snapshot_source(settings, snapshot, locked_version, lock.variants, console, arrivals)
 
 
 def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_version: Version | None,
-                     locks: Mapping[str, lockfile.VariantLock] | None, console: Console) -> Source:
+                     locks: Mapping[str, lockfile.VariantLock] | None, console: Console,
+                     arrivals: Arrivals | None) -> Source:
     """A release ref (``v1.2.3``) names the wheels' version exactly; any other ref (a version branch ``v1``, ``main``,
     a commit) gets the commit's date into the version, so that distinct builds never share a wheel filename."""
     release = ref_version if ref_version is not None and len(ref_version.release) >= 2 else None
@@ -130,6 +171,7 @@ def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_vers
         commit_date=commit_date,
         trusted_roots=(snapshot.blobs,),
         locks=locks,
+        arrivals=arrivals,
     )
 
 
