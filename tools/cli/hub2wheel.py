@@ -58,7 +58,8 @@ exit codes:
   1    no wheel written: nothing converted, or a fatal error (unknown repo or revision, bad lock file, --out not
        a writable folder)
   2    usage error (bad arguments)
-  3    some wheels written, and some variants failed (bad input or an I/O error such as ENOSPC): see "skipped"
+  3    some wheels written, and some variants failed (bad input, a file that could not be downloaded, or an I/O
+       error such as ENOSPC): see "skipped"
   130  interrupted (Ctrl-C); 143 terminated (SIGTERM): no partial file is left either way
 """
 EXIT_OK, EXIT_NOTHING, EXIT_SOME_FAILED, EXIT_INTERRUPTED = 0, 1, 3, 130
