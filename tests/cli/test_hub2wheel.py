@@ -5,6 +5,7 @@ test_layout.py, test_digests.py, test_selection.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -20,7 +21,7 @@ import pytest
 from packaging.utils import parse_wheel_filename
 
 from tests.helpers import kernel_repos
-from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos, pip_install_by_name
+from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos, olah_server, pip_install_by_name
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.cli.hub2wheel import main
@@ -384,3 +385,41 @@ def test_ctrl_c_leaves_only_complete_wheels(tmp_path: Path, so_cache: Path) -> N
     assert all(p.suffix == ".whl" for p in left), left  # no temporaries
     for wheel in left:  # whatever was finished is complete
         assert read_wheel(wheel).name.filename == wheel.name
+
+
+def test_ctrl_c_while_downloading_stops_the_downloads_in_flight(hf_env: Path, tmp_path: Path, so_cache: Path) -> None:
+    # Two variants of 48 MiB from an olah of this test's own (one process: ~20-27 MB/s), so SIGINT lands while both
+    # are downloading in the background and nothing has been converted.
+    repo = tmp_path / "mirrors" / "models" / "testorg" / "big"
+    rng = random.Random(7)
+    for variant in ("torch213-cxx11-cu126-x86_64-linux", "torch213-cxx11-cu128-x86_64-linux"):
+        vdir = kernel_repos.flat_variant(repo / "build", variant, so_cache, with_digest=False)
+        with next(vdir.glob("*.abi3.so")).open("ab") as fh:
+            fh.write(rng.randbytes(48 << 20))
+    kernel_repos.git_commit_all(repo, "big build", compress=False)
+    out = tmp_path / "out"
+    with olah_server(tmp_path / "mirrors", tmp_path) as endpoint:
+        proc = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", "testorg/big", *TRUST, "--out", str(out)],
+                                cwd=REPO_ROOT, env={**os.environ, "HF_ENDPOINT": endpoint}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, preexec_fn=deliverable_stop_signals)
+        deadline = time.monotonic() + 120
+        while not _partial_bytes(hf_env / "models--testorg--big" / "blobs") > 1 << 20:  # a .so half-way in
+            assert proc.poll() is None and time.monotonic() < deadline, "no download was under way"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = communicate_after_signal(proc, 120)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1].startswith("error: interrupted; wheels already in") and "Traceback" not in err
+    assert not out.exists() or not any(out.iterdir())  # nothing converted, nothing partial
+    # the downloads in flight stopped midway rather than running to the end (huggingface_hub removes its partial file)
+    assert not list(hf_env.glob("models--testorg--big/snapshots/*/build/*/*.abi3.so"))
+    assert not list(hf_env.glob("models--testorg--big/blobs/*.incomplete"))
+
+
+def _partial_bytes(blobs: Path) -> int:
+    """The largest of huggingface_hub's partial downloads in ``blobs`` (0 when there is none)."""
+    sizes = [0]
+    for partial in blobs.glob("*.incomplete"):
+        with contextlib.suppress(FileNotFoundError):  # finished (or stopped) while we looked
+            sizes.append(partial.stat().st_size)
+    return max(sizes)

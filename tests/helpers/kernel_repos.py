@@ -198,15 +198,19 @@ def make_nested_repo(root: Path, so_cache: Path, variants: Iterable[str] = NESTE
     return root
 
 
-def git_commit_all(repo: Path, message: str, *, branch: str = "main", date: str = "2026-01-01T00:00:00Z") -> str:
-    """Commit everything in ``repo`` (initialising it on ``branch``) at a fixed ``date``; return the commit id."""
+def git_commit_all(repo: Path, message: str, *, branch: str = "main", date: str = "2026-01-01T00:00:00Z",
+                   compress: bool = True) -> str:
+    """Commit everything in ``repo`` (initialising it on ``branch``) at a fixed ``date``; return the commit id.
+    ``compress=False`` stores objects without zlib (tens of MB of random bytes would otherwise take seconds)."""
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": date,
            "GIT_COMMITTER_DATE": date, "PATH": "/usr/bin:/bin"}
     if not (repo / ".git").exists():
         subprocess.run(["git", "init", "-q", "-b", branch, str(repo)], check=True, env=env)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=env)
-    subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", message], check=True, env=env)
+    level = [] if compress else ["-c", "core.compression=0", "-c", "core.looseCompression=0"]
+    subprocess.run(["git", *level, "-C", str(repo), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", *level, "-C", str(repo), "commit", "-q", "--allow-empty", "-m", message], check=True,
+                   env=env)
     out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, env=env, capture_output=True)
     return out.stdout.decode().strip()
 

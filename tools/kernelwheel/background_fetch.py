@@ -8,7 +8,7 @@
    can be read before any variant converts;
 2. the files matching the patterns are listed at that commit (``list_repo_tree``, the listing snapshot_download
    makes) and each goes through ``hf_hub_download`` at the commit (snapshot_download's call per file: the same
-   cache layout, the same resume of ``.incomplete`` files) on ``DOWNLOAD_WORKERS`` threads, noarch variants first
+   cache layout and locks) on ``DOWNLOAD_WORKERS`` threads, noarch variants first
    (the noarch plan compares them), then the others by name;
 3. ``wait(variant)`` returns once that variant's files are all in; ``close`` waits for the rest and, when every
    file came, records the snapshot for reruns as ``hub.fetch`` does.
@@ -36,6 +36,10 @@ from tools.kernelwheel.variants import Variant
 BytesProgress = Callable[[int, int], None]
 FilesProgress = Callable[[int, int], None]
 _METADATA_FILES = ("metadata.json", "metadata.json.sigstore")
+
+
+class _Cancelled(Exception):
+    """Raised in a download thread, from huggingface_hub's progress callback, to stop that download."""
 
 
 @dataclass
@@ -146,6 +150,7 @@ class BackgroundFetch:
         self.snapshot = hub.Snapshot(repo_id, listing.repo_type, listing.commit, root, root.parent.parent / "blobs")
         self.variants = tuple(sorted({v for f in listing.files if (v := _variant_of(f)) is not None}))
         self._lock = threading.Lock()
+        self._cancelled = threading.Event()
         self._on_bytes, self._on_files = on_bytes, on_files
         self._bytes_done = self._bytes_total = self._files_done = 0
         order = download_order(listing.files)
@@ -185,6 +190,8 @@ class BackgroundFetch:
                     fetch._add_bytes(0, int(kwargs.get("total") or 0) - int(kwargs.get("initial") or 0))
 
             def update(self, n: float | None = 1) -> bool | None:
+                if fetch._cancelled.is_set():  # called per chunk: a download in flight stops here on cancel()
+                    raise _Cancelled()
                 if self._counts:
                     fetch._add_bytes(int(n or 0), 0)
                 result: bool | None = super().update(n)
@@ -203,7 +210,7 @@ class BackgroundFetch:
     def _finished(self, path: str, future: Future[None]) -> None:
         where = f"{self._repo_id}@{self._listing.commit[:12]}: {path}"
         error = None
-        if future.cancelled():
+        if future.cancelled() or self._cancelled.is_set():
             error = HubError(f"{where}: not downloaded (the run was stopped)")
         elif (exc := future.exception()) is not None:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -252,8 +259,9 @@ class BackgroundFetch:
         return True
 
     def cancel(self) -> None:
-        """Drop the files not started (their waiters get a HubError); those in flight finish (huggingface_hub cannot
-        stop a download midway, and keeps what it has as ``.incomplete`` to resume)."""
+        """Stop: files not started are dropped, downloads in flight stop at their next chunk (huggingface_hub removes
+        their partial files); every waiter gets a HubError."""
+        self._cancelled.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
