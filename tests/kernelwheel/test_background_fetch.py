@@ -79,8 +79,10 @@ def test_a_failed_download_fails_only_the_variant_that_waits_for_it(hf_env: Path
     assert listing is not None
     so_variant = next(f.split("/")[1] for f in listing.files if f.split("/")[1].startswith("torch2"))
     missing = f"build/{so_variant}/gone.so"  # listed, but the server has no such file: a 404, not retried
+    files_seen: list[tuple[int, int]] = []
     fetch = background_fetch.BackgroundFetch(settings, "testorg/img2gray", "v1", ["build/*"],
-                                             replace(listing, files=(*listing.files, missing)))
+                                             replace(listing, files=(*listing.files, missing)),
+                                             on_files=lambda d, t: files_seen.append((d, t)))
     with pytest.raises(HubError, match=rf"testorg/img2gray@{listing.commit[:12]}: {missing}: download from "
                                        rf"{hub_repos.endpoint} failed"):
         fetch.wait(so_variant)
@@ -88,6 +90,7 @@ def test_a_failed_download_fails_only_the_variant_that_waits_for_it(hf_env: Path
         if variant != so_variant:
             fetch.wait(variant)  # the others came
     assert not fetch.close()
+    assert max(files_seen) == (len(listing.files), len(listing.files) + 1)  # the missing file is never "done"
     assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=["build/*"]) is None  # nothing recorded
 
 

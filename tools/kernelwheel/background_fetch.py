@@ -220,7 +220,8 @@ class BackgroundFetch:
         if _is_variant_metadata(path):
             groups.append(self._metadata)
         with self._lock:
-            self._files_done += 1
+            if error is None:  # files in the cache: a failed or stopped one is not done
+                self._files_done += 1
             files_done = self._files_done
             for group in groups:
                 group.pending -= 1
