@@ -8,6 +8,7 @@ repositories pass kernels' trusted-publisher gate (``trust``) before any file is
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -62,6 +63,18 @@ class _Fetching:
 
     def cancel(self) -> None:
         self._fetch.cancel()
+
+
+@contextlib.contextmanager
+def _cancelled_on_error(arrivals: Arrivals | None) -> Iterator[None]:
+    """Until conversion takes a started fetch over, an error (Ctrl-C included) stops its downloads: the process
+    would otherwise wait for every queued file before it exits."""
+    try:
+        yield
+    except BaseException:
+        if arrivals is not None:
+            arrivals.cancel()
+        raise
 
 
 def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
@@ -120,8 +133,9 @@ def hub_source(
         print_step(console, f"{repo_id}: --version {version_spec} → {ref.kind} {ref.name} at {ref.commit}")
         revision, version = ref.name, ref.version
     snapshot, arrivals = _fetch(settings, repo_id, revision, patterns, console)
-    print_step(console, f"{repo_id}@{revision}: commit {snapshot.commit}")
-    return _snapshot_source(settings, snapshot, version, None, console, arrivals)
+    with _cancelled_on_error(arrivals):
+        print_step(console, f"{repo_id}@{revision}: commit {snapshot.commit}")
+        return _snapshot_source(settings, snapshot, version, None, console, arrivals)
 
 
 def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | None = None,
@@ -145,8 +159,10 @@ def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | N
         locked = lock.variants
         patterns = [f"build/{v}/*" for v in locked] if locked is not None else ["build/*"]
         snapshot, arrivals = _fetch(settings, lock.repo_id, lock.sha, patterns, console)
-        print_step(console, f"{lock.repo_id}: locked commit {snapshot.commit}")
-        yield _snapshot_source(settings, snapshot, locked_version, lock.variants, console, arrivals)
+        with _cancelled_on_error(arrivals):
+            print_step(console, f"{lock.repo_id}: locked commit {snapshot.commit}")
+            source = _snapshot_source(settings, snapshot, locked_version, lock.variants, console, arrivals)
+        yield source
 
 
 def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_version: Version | None,
