@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -370,17 +371,9 @@ def test_ctrl_c_leaves_only_complete_wheels(tmp_path: Path, so_cache: Path) -> N
         with next(vdir.glob("*.abi3.so")).open("ab") as fh:
             fh.write(rng.randbytes(48 << 20).translate(nibbles))
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", str(tmp_path / "repo"), "--out", str(out),
-                             "--jobs", "2"], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=deliverable_stop_signals)
-    deadline = time.monotonic() + 120
-    while not (out.is_dir() and any(p.name.endswith(".part") for p in out.iterdir())):
-        assert proc.poll() is None and time.monotonic() < deadline, "no wheel was being written"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    _, err = communicate_after_signal(proc, 120)
-    assert proc.returncode == 130, err
-    assert err.splitlines()[-1].startswith("error: interrupted; wheels already in") and "Traceback" not in err
+    _interrupted_once([str(tmp_path / "repo"), "--out", str(out), "--jobs", "2"], os.environ,
+                      lambda: out.is_dir() and any(p.name.endswith(".part") for p in out.iterdir()),
+                      "no wheel was being written")
     left = sorted(out.iterdir())
     assert all(p.suffix == ".whl" for p in left), left  # no temporaries
     for wheel in left:  # whatever was finished is complete
@@ -399,17 +392,9 @@ def test_ctrl_c_while_downloading_stops_the_downloads_in_flight(hf_env: Path, tm
     kernel_repos.git_commit_all(repo, "big build", compress=False)
     out = tmp_path / "out"
     with olah_server(tmp_path / "mirrors", tmp_path) as endpoint:
-        proc = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", "testorg/big", *TRUST, "--out", str(out)],
-                                cwd=REPO_ROOT, env={**os.environ, "HF_ENDPOINT": endpoint}, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, preexec_fn=deliverable_stop_signals)
-        deadline = time.monotonic() + 120
-        while not _partial_bytes(hf_env / "models--testorg--big" / "blobs") > 1 << 20:  # a .so half-way in
-            assert proc.poll() is None and time.monotonic() < deadline, "no download was under way"
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGINT)
-        _, err = communicate_after_signal(proc, 120)
-    assert proc.returncode == 130, err
-    assert err.splitlines()[-1].startswith("error: interrupted; wheels already in") and "Traceback" not in err
+        _interrupted_once(["testorg/big", *TRUST, "--out", str(out)], {**os.environ, "HF_ENDPOINT": endpoint},
+                          lambda: _partial_bytes(hf_env / "models--testorg--big" / "blobs") > 1 << 20,  # a .so half in
+                          "no download was under way")
     assert not out.exists() or not any(out.iterdir())  # nothing converted, nothing partial
     # the downloads in flight stopped midway rather than running to the end (huggingface_hub removes its partial file)
     assert not list(hf_env.glob("models--testorg--big/snapshots/*/build/*/*.abi3.so"))
@@ -423,3 +408,19 @@ def _partial_bytes(blobs: Path) -> int:
         with contextlib.suppress(FileNotFoundError):  # finished (or stopped) while we looked
             sizes.append(partial.stat().st_size)
     return max(sizes)
+
+
+def _interrupted_once(argv: list[str], env: Mapping[str, str], ready: Callable[[], bool], waiting_for: str) -> None:
+    """Run the command, send SIGINT once ``ready()``, and check that it stopped as Ctrl-C should: exit 130, the
+    one-line message last, no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", *argv], cwd=REPO_ROOT, env=dict(env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=deliverable_stop_signals)
+    deadline = time.monotonic() + 120
+    while not ready():
+        assert proc.poll() is None and time.monotonic() < deadline, waiting_for
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = communicate_after_signal(proc, 120)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1].startswith("error: interrupted; wheels already in") and "Traceback" not in err
