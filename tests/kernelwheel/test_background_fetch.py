@@ -13,7 +13,7 @@ from tests.helpers.hub_fixtures import HubRepos
 from tools.kernelwheel import background_fetch, hub, sources
 from tools.kernelwheel.console import make_console
 from tools.kernelwheel.convert import Options, convert
-from tools.kernelwheel.errors import HubError, RevisionNotFound
+from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RevisionNotFound
 from tools.kernelwheel.trust import TrustPolicy
 
 
@@ -92,6 +92,19 @@ def test_a_failed_download_fails_only_the_variant_that_waits_for_it(hf_env: Path
     assert not fetch.close()
     assert max(files_seen) == (len(listing.files), len(listing.files) + 1)  # the missing file is never "done"
     assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=["build/*"]) is None  # nothing recorded
+
+
+def test_offline_after_an_interrupted_fetch_is_a_miss_not_a_partial_snapshot(hf_env: Path, hub_repos: HubRepos,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    fetch = background_fetch.start(_settings(), "testorg/img2gray", "v1", ["build/*"])
+    assert fetch is not None
+    fetch.cancel()  # stopped at once: most files never came
+    assert not fetch.close()
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    offline = _settings(HF_HUB_OFFLINE="1")
+    # the ref and the commit's file list came with the metadata step, so the cache knows what is missing
+    with pytest.raises(OfflineCacheMiss, match="holds only part of the files"):
+        hub.fetch(offline.api(), offline, "testorg/img2gray", "v1")
 
 
 def test_a_cold_hub_source_converts_while_fetching_and_a_rerun_reads_the_cache(hf_env: Path, hub_repos: HubRepos,
