@@ -65,7 +65,6 @@ class Arrivals(Protocol):
     @property
     def variants(self) -> tuple[str, ...]:
         """Every ``build/<variant>/`` there will be."""
-        ...
 
     def wait_metadata(self) -> None:
         """Every variant's metadata.json is in place (ToolError when one could not be fetched)."""
@@ -77,7 +76,8 @@ class Arrivals(Protocol):
         """Wait for the rest and finish (called once, when the tree is no longer needed)."""
 
     def cancel(self) -> None:
-        """Stop fetching (Ctrl-C): waits for files in flight; what was not fetched makes ``wait`` fail."""
+        """Stop fetching (Ctrl-C): downloads in flight stop at their next chunk; what did not come makes ``wait``
+        fail."""
 
 
 @dataclass(frozen=True)
