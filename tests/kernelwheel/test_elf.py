@@ -70,6 +70,14 @@ def test_cpython_specific_extension(tmp_path: Path) -> None:
     assert (tags.python_tag, tags.abi_tag, tags.requires_python) == ("cp311", "cp311", "==3.11.*")
 
 
+def test_a_pyinit_the_library_only_calls_is_not_an_export(tmp_path: Path) -> None:
+    # The name is in .dynstr (so the symbols are walked), but undefined: not a Python extension.
+    so = _compile(tmp_path, "libcaller.so", "extern void *PyInit_other(void);\nvoid *f(void){return PyInit_other();}\n")
+    assert not read_elf(so).is_extension
+    exporting = _compile(tmp_path, "libexporter.so", "void *PyInit_other(void){return 0;}\n")
+    assert read_elf(exporting).is_extension
+
+
 def test_mixed_python_versions_rejected() -> None:
     a = ElfInfo("a", "x86_64", frozenset(), True, "cp310")
     b = ElfInfo("b", "x86_64", frozenset(), True, "cp311")

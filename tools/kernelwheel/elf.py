@@ -208,6 +208,10 @@ def _parse(stream: mmap.mmap, size: int) -> tuple[str, set[tuple[str, str]], boo
         if isinstance(section, SymbolTableSection) and section.name == ".dynsym":
             if section.num_symbols() > most:
                 raise _Unreadable(f".dynsym declares {section.num_symbols()} symbols, more than the file can hold")
+            # Parsing every symbol costs ~0.1 s for a torch-sized .dynsym (pyelftools, under the GIL): look for the
+            # name in the symbols' string table first; a library that never names PyInit_ cannot export one.
+            if b"PyInit_" not in section.stringtable.data():
+                continue
             for sym in section.iter_symbols():
                 if (
                     sym.name.startswith("PyInit_")
