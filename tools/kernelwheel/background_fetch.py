@@ -18,6 +18,7 @@ Offline, or when the listing cannot be had, ``start`` returns None and callers u
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import logging
@@ -90,8 +91,9 @@ def list_files(settings: hub.HubSettings, repo_id: str, revision: str, patterns:
     matches, or when the listing fails (``hub.fetch`` then asks again and reports it)."""
     if settings.offline:
         return None
+    api = settings.api()
     with _no_match_is_quiet():  # a build without metadata.json is valid; its variants' other files still come
-        snapshot = hub.fetch(settings.api(), settings, repo_id, revision, patterns=metadata_patterns(patterns))
+        snapshot = hub.fetch(api, settings, repo_id, revision, patterns=metadata_patterns(patterns))
     from huggingface_hub import RepoFile
 
     # The matching snapshot_download applies (documented among huggingface_hub's utilities; its utils package
@@ -99,8 +101,7 @@ def list_files(settings: hub.HubSettings, repo_id: str, revision: str, patterns:
     from huggingface_hub.utils import filter_repo_objects  # type: ignore[attr-defined]
 
     try:
-        tree = settings.api().list_repo_tree(repo_id, recursive=True, revision=snapshot.commit,
-                                             repo_type=snapshot.repo_type)
+        tree = api.list_repo_tree(repo_id, recursive=True, revision=snapshot.commit, repo_type=snapshot.repo_type)
         paths = [entry.path for entry in tree if isinstance(entry, RepoFile)]
     except Exception:
         return None
@@ -154,13 +155,15 @@ class BackgroundFetch:
         self._on_bytes, self._on_files = on_bytes, on_files
         self._bytes_done = self._bytes_total = self._files_done = 0
         order = download_order(listing.files)
+        per_variant = collections.Counter(_variant_of(f) for f in order)
         self._metadata = _Group(sum(1 for f in order if _is_variant_metadata(f)))
-        self._groups = {v: _Group(sum(1 for f in order if _variant_of(f) == v)) for v in self.variants}
+        self._groups = {v: _Group(per_variant[v]) for v in self.variants}
         self._all = _Group(len(order))
         for group in (self._metadata, *self._groups.values(), self._all):
             if group.pending == 0:
                 group.done.set()
         hub.limit_download_chunk()
+        self._bytes_class = self._bytes_bar()  # one class for every file's progress bars
         self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="download")
         self._futures: list[Future[None]] = []
         for path in order:  # the pool takes work in submission order
@@ -173,7 +176,7 @@ class BackgroundFetch:
 
         hf_hub_download(self._repo_id, path, repo_type=self._listing.repo_type, revision=self._listing.commit,
                         cache_dir=self._settings.cache_dir, endpoint=self._settings.endpoint,
-                        token=self._settings.token, tqdm_class=self._bytes_bar())
+                        token=self._settings.token, tqdm_class=self._bytes_class)
 
     def _bytes_bar(self) -> Any:
         """A ``tqdm_class`` for hf_hub_download: silent, each bar's bytes added to this fetch's totals."""
