@@ -8,12 +8,14 @@ from an unknown repository by listing the refs.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
-from tests.helpers.hub_fixtures import HubRepos
+from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos
 from tools.kernelwheel import hub
 from tools.kernelwheel.errors import OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
@@ -116,6 +118,28 @@ def test_cached_fetch_needs_a_complete_recorded_snapshot(hf_env: Path, hub_repos
     assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=patterns) is None
     assert hub.fetch(settings.api(), settings, "testorg/img2gray", "v1", patterns=patterns) == snap
     assert victim.is_file()
+
+
+_RERUN_IN_A_FRESH_PROCESS = (
+    "import sys; from tools.kernelwheel import hub; "
+    "snap = hub.cached_fetch(hub.HubSettings.from_env(), 'testorg/img2gray', 'v1', patterns=['build/torch-cpu/*']); "
+    "print(snap.commit if snap else None, 'huggingface_hub.file_download' in sys.modules)"
+)
+
+
+def test_cached_fetch_of_a_tag_asks_through_the_standard_library(hf_env: Path, hub_repos: HubRepos,
+                                                                tmp_path: Path) -> None:
+    # A rerun of a tag asks its commit without loading huggingface_hub's HTTP stack (revision_probe); with a
+    # stored login huggingface_hub would send, the probe steps aside and huggingface_hub asks, with the same result.
+    settings = _settings()
+    snap = hub.fetch(settings.api(), settings, "testorg/img2gray", "v1", patterns=["build/torch-cpu/*"])
+    token_file = tmp_path / "token"
+    for token_path, loaded in ((tmp_path / "no-login", "False"), (token_file, "True")):
+        token_file.write_text("hf_stored_login\n")
+        done = subprocess.run([sys.executable, "-c", _RERUN_IN_A_FRESH_PROCESS], cwd=REPO_ROOT, text=True,
+                              capture_output=True, env={**os.environ, "HF_TOKEN_PATH": str(token_path)})
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [snap.commit, loaded]
 
 
 def test_cached_fetch_follows_a_moved_revision(hf_env: Path, hub_repos: HubRepos) -> None:

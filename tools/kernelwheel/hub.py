@@ -30,12 +30,13 @@ from huggingface_hub import constants as hf_constants
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel import json_cache
+from tools.kernelwheel import json_cache, revision_probe
 from tools.kernelwheel.atomic import write_atomic
 from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
-# What a rerun of a pinned commit never needs is imported where it is used: huggingface_hub.errors brings httpx
-# (~0.12 s), file_download ~0.08 s more, hf_api (HfApi, snapshot_download) ~0.15 s more.
+# What a rerun never needs is imported where it is used: huggingface_hub.errors brings httpx (~0.12 s), file_download
+# ~0.08 s more, hf_api (HfApi, snapshot_download) ~0.15 s more. A rerun of a branch or tag asks its one HEAD through
+# revision_probe (the standard library) and loads none of them unless that answer is not plain.
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
     from tqdm import tqdm
@@ -413,32 +414,40 @@ def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: 
     return commit
 
 
-def _still_resolves(settings: HubSettings, repo_id: str, revision: str, record: _Record) -> bool:
-    """The Hub resolves ``revision`` to the recorded commit, and repo types that ``fetch`` tries before the recorded
-    one still answer "no such repository"."""
+def _commit_of(settings: HubSettings, repo_id: str, repo_type: str, revision: str,
+               filename: str) -> str | revision_probe.Answer | None:
+    """The commit the Hub resolves ``revision`` to, ``NO_SUCH_REPOSITORY``, or None (any other answer, or none):
+    asked through the standard library first (``revision_probe``: huggingface_hub's import alone costs more than
+    the rest of a rerun), through huggingface_hub when that cannot tell."""
+    answer = revision_probe.ask(settings.endpoint, settings.token, repo_id, repo_type, revision, filename)
+    if answer is not None:
+        return answer
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
-    repo_type, commit = record.snapshot.repo_type, record.snapshot.commit
     try:
-        for earlier in REPO_TYPES[:REPO_TYPES.index(repo_type)]:
-            try:
-                _head_commit(settings, repo_id, earlier, revision, record.files[0])
-            except RepositoryNotFoundError as exc:
-                if isinstance(exc, GatedRepoError):
-                    return False
-                continue
-            return False  # that type answers now: fetch decides
-        return _head_commit(settings, repo_id, repo_type, revision, record.files[0]) == commit
-    except Exception:  # any other answer, or none: fetch asks again and reports it
-        return False
+        return _head_commit(settings, repo_id, repo_type, revision, filename)
+    except RepositoryNotFoundError as exc:
+        return None if isinstance(exc, GatedRepoError) else revision_probe.NO_SUCH_REPOSITORY
+    except Exception:
+        return None
+
+
+def _still_resolves(settings: HubSettings, repo_id: str, revision: str, record: _Record) -> bool:
+    """The Hub resolves ``revision`` to the recorded commit, and repo types that ``fetch`` tries before the recorded
+    one still answer "no such repository". Any other answer: ``fetch`` asks again, and reports it."""
+    repo_type, commit, filename = record.snapshot.repo_type, record.snapshot.commit, record.files[0]
+    for earlier in REPO_TYPES[:REPO_TYPES.index(repo_type)]:
+        if _commit_of(settings, repo_id, earlier, revision, filename) is not revision_probe.NO_SUCH_REPOSITORY:
+            return False  # that type answers now, or might: fetch decides
+    return _commit_of(settings, repo_id, repo_type, revision, filename) == commit
 
 
 def cached_fetch(settings: HubSettings, repo_id: str, revision: str, *,
                  patterns: Iterable[str] = ("build/*",)) -> Snapshot | None:
     """What ``fetch`` would return, without snapshot_download, when an earlier online ``fetch`` of the same
     ``repo_id``, ``revision`` and ``patterns`` recorded a complete snapshot whose files are all still in the cache:
-    at once for a commit id, after one HEAD (two for a model repository) for a branch or tag. None: call
-    ``fetch``."""
+    at once for a commit id, after one HEAD (two for a model repository; ``revision_probe``) for a branch or tag.
+    None: call ``fetch``."""
     record = _load_record(settings, repo_id, revision, list(patterns))
     if record is None:
         return None
