@@ -17,13 +17,9 @@ import os
 import re
 import urllib.parse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import huggingface_hub
 from huggingface_hub import constants as hf_constants
-
-if TYPE_CHECKING:
-    import urllib.request
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # The answer huggingface_hub turns into DisabledRepoError before it looks at a RepoNotFound code.
@@ -55,34 +51,28 @@ def resolve_url(endpoint: str | None, repo_id: str, repo_type: str, revision: st
     return url
 
 
-def _opener(url: str) -> urllib.request.OpenerDirector:
-    """Proxies from the environment, as huggingface_hub's client takes them; no redirect followed and no status
-    turned into an exception: the answer is read as it comes. HTTPS support only for an https URL (its TLS context
-    costs 20-40 ms to build)."""
-    import urllib.request  # with http.client, ~15 ms that a rerun of a commit id (no request) never pays
-
-    opener = urllib.request.OpenerDirector()
-    opener.add_handler(urllib.request.ProxyHandler())
-    opener.add_handler(urllib.request.HTTPSHandler() if url.startswith("https:") else urllib.request.HTTPHandler())
-    return opener
-
-
 def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, revision: str,
         filename: str) -> str | Answer | None:
     """The commit ``revision`` of ``repo_id`` (a ``repo_type`` repository) is at, as the Hub answers a HEAD of
     ``filename`` there; ``NO_SUCH_REPOSITORY``; or None when only huggingface_hub can tell."""
     if _implicit_credential(token):
         return None
+    import http.client  # here, with urllib.request: ~15 ms that a rerun of a commit id (no request) never pays
+    import urllib.request
+
     url = resolve_url(endpoint, repo_id, repo_type, revision, filename)
     headers = {"User-Agent": f"hub2wheel; hf_hub/{huggingface_hub.__version__}", "Accept-Encoding": "identity"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    import http.client
-    import urllib.request
-
+    # Proxies from the environment, as huggingface_hub's client takes them; no redirect followed and no status
+    # turned into an exception (the answer is read as it comes); HTTPS only for an https URL (Python 3.12's default
+    # opener builds a TLS context in every process: 20-40 ms).
+    opener = urllib.request.OpenerDirector()
+    opener.add_handler(urllib.request.ProxyHandler())
+    opener.add_handler(urllib.request.HTTPSHandler() if url.startswith("https:") else urllib.request.HTTPHandler())
     try:
         request = urllib.request.Request(url, method="HEAD", headers=headers)
-        response = _opener(url).open(request, timeout=hf_constants.HF_HUB_ETAG_TIMEOUT)
+        response = opener.open(request, timeout=hf_constants.HF_HUB_ETAG_TIMEOUT)
         if response is None:  # a scheme with no handler here
             return None
         with response:
