@@ -1,14 +1,17 @@
-"""Servers the tests start on 127.0.0.1 (pypiserver, http.server, olah): a free port, then start, wait, stop."""
+"""Servers the tests start on 127.0.0.1 (pypiserver, http.server, olah): a free port, then start, wait, stop; and
+a port that takes connections and never answers."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -58,3 +61,32 @@ def serving(argv: list[str], ready_url: str, *, log: Path | None = None, cwd: Pa
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+
+@dataclass
+class SilentServer:
+    endpoint: str
+    connections: list[socket.socket] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[SilentServer]:
+    """A port on 127.0.0.1 that accepts every connection and never answers (a server behind a network that drops
+    its replies); ``connections`` holds what it accepted."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    server = SilentServer(f"http://127.0.0.1:{listener.getsockname()[1]}")
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the listener shut down
+            while True:
+                server.connections.append(listener.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield server
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        listener.close()
+        for connection in server.connections:
+            connection.close()

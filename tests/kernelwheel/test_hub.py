@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from huggingface_hub import constants as hf_constants
 from packaging.version import Version
 
 from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos
+from tests.helpers.servers import silent_server
 from tools.kernelwheel import hub
 from tools.kernelwheel.errors import OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
@@ -140,6 +142,21 @@ def test_cached_fetch_of_a_tag_asks_through_the_standard_library(hf_env: Path, h
                               capture_output=True, env={**os.environ, "HF_TOKEN_PATH": str(token_path)})
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == [snap.commit, loaded]
+
+
+def test_cached_fetch_waits_once_for_a_hub_that_does_not_answer(hf_env: Path, hub_repos: HubRepos,
+                                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Hub that takes the connection and never answers: the rerun's HEAD times out once and fetch (which reports
+    # it) takes over; huggingface_hub is not sent to wait as long again.
+    settings = _settings()
+    patterns = ["build/torch-cpu/*"]
+    hub.fetch(settings.api(), settings, "testorg/img2gray", "v1", patterns=patterns)
+    monkeypatch.setattr(hf_constants, "HF_HUB_ETAG_TIMEOUT", 0.2)
+    monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(tmp_path / "no-login"))
+    with silent_server() as silent:
+        assert hub.cached_fetch(_settings(HF_ENDPOINT=silent.endpoint), "testorg/img2gray", "v1",
+                                patterns=patterns) is None
+        assert len(silent.connections) == 1
 
 
 def test_cached_fetch_follows_a_moved_revision(hf_env: Path, hub_repos: HubRepos) -> None:

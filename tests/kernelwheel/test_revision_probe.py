@@ -20,8 +20,9 @@ from huggingface_hub import get_hf_file_metadata, hf_hub_url
 from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
 from tests.helpers.hub_fixtures import HubRepos
+from tests.helpers.servers import silent_server
 from tools.kernelwheel import revision_probe
-from tools.kernelwheel.revision_probe import NO_SUCH_REPOSITORY
+from tools.kernelwheel.revision_probe import NO_SUCH_REPOSITORY, TIMED_OUT
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -166,3 +167,11 @@ def test_no_answer_is_none() -> None:
     assert revision_probe.ask("http://127.0.0.1:9", None, "org/x", "model", "main", "f") is None
     assert revision_probe.ask("not a url", None, "org/x", "model", "main", "f") is None
     assert revision_probe.ask("ftp://127.0.0.1:9", None, "org/x", "model", "main", "f") is None
+
+
+def test_no_answer_in_time_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    # huggingface_hub's own HEAD timeout; the caller then need not wait as long again through huggingface_hub.
+    monkeypatch.setattr(hf_constants, "HF_HUB_ETAG_TIMEOUT", 0.2)
+    with silent_server() as silent:
+        assert revision_probe.ask(silent.endpoint, None, "org/x", "model", "main", "f") is TIMED_OUT
+        assert len(silent.connections) == 1

@@ -416,9 +416,9 @@ def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: 
 
 def _commit_of(settings: HubSettings, repo_id: str, repo_type: str, revision: str,
                filename: str) -> str | revision_probe.Answer | None:
-    """The commit the Hub resolves ``revision`` to, ``NO_SUCH_REPOSITORY``, or None (any other answer, or none):
-    asked through the standard library first (``revision_probe``: huggingface_hub's import alone costs more than
-    the rest of a rerun), through huggingface_hub when that cannot tell."""
+    """The commit the Hub resolves ``revision`` to, ``NO_SUCH_REPOSITORY``, ``TIMED_OUT``, or None (any other
+    answer, or none): asked through the standard library first (``revision_probe``: huggingface_hub's import alone
+    costs more than the rest of a rerun), through huggingface_hub when that cannot tell."""
     answer = revision_probe.ask(settings.endpoint, settings.token, repo_id, repo_type, revision, filename)
     if answer is not None:
         return answer

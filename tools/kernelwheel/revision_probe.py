@@ -28,9 +28,12 @@ _DISABLED = "Access to this resource is disabled."
 
 class Answer(enum.Enum):
     NO_SUCH_REPOSITORY = "no such repository"
+    # No answer within huggingface_hub's own HEAD timeout: asking again through it would wait as long again.
+    TIMED_OUT = "no answer in time"
 
 
 NO_SUCH_REPOSITORY = Answer.NO_SUCH_REPOSITORY
+TIMED_OUT = Answer.TIMED_OUT
 
 
 def _implicit_credential(token: str | None) -> bool:
@@ -54,10 +57,11 @@ def resolve_url(endpoint: str | None, repo_id: str, repo_type: str, revision: st
 def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, revision: str,
         filename: str) -> str | Answer | None:
     """The commit ``revision`` of ``repo_id`` (a ``repo_type`` repository) is at, as the Hub answers a HEAD of
-    ``filename`` there; ``NO_SUCH_REPOSITORY``; or None when only huggingface_hub can tell."""
+    ``filename`` there; ``NO_SUCH_REPOSITORY``; ``TIMED_OUT``; or None when only huggingface_hub can tell."""
     if _implicit_credential(token):
         return None
     import http.client  # here, with urllib.request: ~15 ms that a rerun of a commit id (no request) never pays
+    import urllib.error
     import urllib.request
 
     url = resolve_url(endpoint, repo_id, repo_type, revision, filename)
@@ -77,8 +81,10 @@ def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, r
             return None
         with response:
             status, answer = response.status, response.headers
-    except (OSError, ValueError, http.client.HTTPException):
-        return None
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        # urllib wraps a connect timeout in URLError; a timeout waiting for the answer comes as it is.
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        return TIMED_OUT if isinstance(reason, TimeoutError) else None
     if status in (401, 404) and answer.get("X-Error-Code") == "RepoNotFound" \
             and answer.get("X-Error-Message") != _DISABLED:
         return NO_SUCH_REPOSITORY
