@@ -172,7 +172,7 @@ def _cached_refs(settings: HubSettings, repo_id: str) -> tuple[str, dict[str, st
     return None
 
 
-def is_missing(exc: BaseException) -> bool:
+def _is_missing(exc: BaseException) -> bool:
     """An answer meaning "no such repository of this type" (so the next repo type is worth a try)."""
     from huggingface_hub.errors import (
         EntryNotFoundError,
@@ -204,7 +204,7 @@ def list_version_refs(api: HfApi, settings: HubSettings, repo_id: str) -> tuple[
         try:
             git_refs = api.list_repo_refs(repo_id, repo_type=repo_type)
         except Exception as exc:
-            if is_missing(exc):
+            if _is_missing(exc):
                 continue
             raise HubError(f"{repo_id}: cannot list refs on {api.endpoint}: {exc}") from None
         tags = [(t.name, t.target_commit) for t in git_refs.tags]
@@ -330,11 +330,11 @@ def fetch(
         except LocalEntryNotFoundError as exc:
             # Not in the cache; online, the Hub's answer that snapshot_download did not pass on is the cause.
             cause = exc.__cause__
-            if not settings.offline and cause is not None and not is_missing(cause):
+            if not settings.offline and cause is not None and not _is_missing(cause):
                 failure = failure or HubError(f"{repo_id}@{revision}: request to {api.endpoint} failed: {cause}")
             continue
         except Exception as exc:
-            if not is_missing(exc):
+            if not _is_missing(exc):
                 failure = failure or HubError(f"{repo_id}@{revision}: fetching from {api.endpoint} failed: {exc}")
             continue
         snapshot = Snapshot(repo_id, repo_type, root.name, root, root.parent.parent / "blobs")
