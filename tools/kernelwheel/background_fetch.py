@@ -147,8 +147,7 @@ class BackgroundFetch:
                  max_workers: int = hub.DOWNLOAD_WORKERS) -> None:
         self._settings, self._repo_id, self._revision, self._patterns = settings, repo_id, revision, list(patterns)
         self._listing = listing
-        root = hub.cache_folder(settings, repo_id, listing.repo_type) / "snapshots" / listing.commit
-        self.snapshot = hub.Snapshot(repo_id, listing.repo_type, listing.commit, root, root.parent.parent / "blobs")
+        self.snapshot = hub.snapshot_in_cache(settings, repo_id, listing.repo_type, listing.commit)
         self.variants = tuple(sorted({v for f in listing.files if (v := _variant_of(f)) is not None}))
         self._lock = threading.Lock()
         self._cancelled = threading.Event()

@@ -159,6 +159,12 @@ def cache_folder(settings: HubSettings, repo_id: str, repo_type: str) -> Path:
     return settings.cache_dir / hf_constants.REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
 
 
+def snapshot_in_cache(settings: HubSettings, repo_id: str, repo_type: str, commit: str) -> Snapshot:
+    """Where huggingface_hub's cache keeps ``commit``'s files (whether or not they are there yet)."""
+    root = cache_folder(settings, repo_id, repo_type) / "snapshots" / commit
+    return Snapshot(repo_id, repo_type, commit, root, root.parent.parent / "blobs")
+
+
 def _cached_refs(settings: HubSettings, repo_id: str) -> tuple[str, dict[str, str]] | None:
     # Hand-written on purpose: huggingface_hub's public cache API, scan_cache_dir(), stats every file of every
     # cached repo and drops a whole repo as "corrupted" when one ref names a commit without a snapshot folder,
@@ -397,10 +403,10 @@ def _load_record(settings: HubSettings, repo_id: str, revision: str, patterns: l
     if repo_type not in REPO_TYPES or not isinstance(commit, str) or not _COMMIT_HASH.fullmatch(commit) \
             or not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
         return None
-    root = cache_folder(settings, repo_id, str(repo_type)) / "snapshots" / commit
-    if not all((root / f).is_file() for f in files):
+    snapshot = snapshot_in_cache(settings, repo_id, str(repo_type), commit)
+    if not all((snapshot.root / f).is_file() for f in files):
         return None
-    return _Record(Snapshot(repo_id, str(repo_type), commit, root, root.parent.parent / "blobs"), files)
+    return _Record(snapshot, files)
 
 
 def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: str, filename: str) -> str:
