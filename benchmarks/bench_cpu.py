@@ -18,8 +18,17 @@ each best call, page faults per call, and the highest 1-minute load average: on 
 * ceiling: ``torch.Tensor.copy_`` of the same total bytes (half read, half written): the memory bandwidth
   the machine gives this row's thread count, as a time the op would take at that rate.
 
+Buffers: the input is one numpy array; ``out=``, ``dst=`` and the copy ceiling's buffers are numpy arrays too, so
+every contender runs on the same kind of memory (numpy asks Linux for transparent huge pages from 4 MiB on; with
+``torch.empty``'s 4 KiB pages the float32 4K call took 20-40 % longer on the 2-core development VM). The
+allocating calls use each library's own allocator, as their users get it: torch's output lands in 4 KiB pages
+(unless THP is ``always``), OpenCV's in numpy's. The header records the machine's THP mode.
+
 ``--tile-pixels N`` (repeatable) adds, per row, processes that time the op alone under
 ``IMG2GRAY_CPU_TILE_PIXELS=N``, alternated with the others, and a second table that sets them side by side.
+
+``--size``, ``--dtype`` and ``--threads`` pick rows; ``--alternations N`` makes each row's process groups take
+turns N times (default 2), which evens out a VM whose memory bandwidth drifts within minutes.
 
 Thread counts: 1 and all (``torch.set_num_threads`` and ``cv2.setNumThreads``). Builds nothing: it measures
 whatever ``import img2gray`` finds. Before timing, each row checks that img2gray matches Pillow (uint8) or the
@@ -56,6 +65,15 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def transparent_hugepage_mode() -> str:
+    """The kernel's THP setting (``always``, ``madvise`` or ``never``): it decides which buffers get huge pages."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as setting:
+            return next((word[1:-1] for word in setting.read().split() if word.startswith("[")), "unknown")
+    except OSError:
+        return "unknown"
+
+
 def make_image(size: str, dtype_name: str) -> Any:
     """The row's input as a numpy array, the same in every process."""
     import numpy as np
@@ -75,10 +93,12 @@ def torch_contenders(array: Any, threads: int) -> dict[str, Callable[[], object]
 
     torch.set_num_threads(threads)
     image = torch.from_numpy(array)
-    out = torch.empty(image.shape[:-1], dtype=image.dtype)
+    # out= gets the same kind of buffer as OpenCV's dst=: numpy's (which asks Linux for transparent huge pages
+    # from 4 MiB on), not torch.empty's 4 KiB pages; the page size alone moves float32 4K by 20-40 % (NOTES.md).
+    out = torch.from_numpy(np.zeros(array.shape[:-1], dtype=array.dtype))
     total = image.numel() * image.element_size() * 4 // 3  # bytes read + written by the op
-    copy_src = torch.ones(total // 2, dtype=torch.uint8)
-    copy_dst = torch.empty_like(copy_src)
+    copy_src = torch.from_numpy(np.ones(total // 2, dtype=np.uint8))
+    copy_dst = torch.from_numpy(np.zeros(total // 2, dtype=np.uint8))
 
     def eager() -> torch.Tensor:
         if image.dtype == torch.uint8:
@@ -111,7 +131,7 @@ def other_contenders(array: Any, threads: int) -> dict[str, Callable[[], object]
         cv2 = None
     if cv2 is not None:
         cv2.setNumThreads(threads)
-        out_array = np.empty(array.shape[:-1], dtype=array.dtype)
+        out_array = np.zeros(array.shape[:-1], dtype=array.dtype)  # touched once, like img2gray's out=
         contenders["opencv"] = lambda: cv2.cvtColor(array, cv2.COLOR_RGB2GRAY)
         contenders["opencv dst="] = lambda: cv2.cvtColor(array, cv2.COLOR_RGB2GRAY, dst=out_array)
     if array.dtype == np.uint8:
@@ -236,9 +256,16 @@ def main() -> int:
     parser.add_argument("--tile-pixels", type=int, action="append", default=[], metavar="N",
                         help="also time the op with IMG2GRAY_CPU_TILE_PIXELS=N (0 = one tile per thread), "
                              "in its own processes between the default's and OpenCV's")
+    parser.add_argument("--size", action="append", choices=list(SIZES), help="only these image sizes (default: all)")
+    parser.add_argument("--dtype", action="append", choices=DTYPES, help="only these dtypes (default: both)")
+    parser.add_argument("--alternations", type=int, default=2, metavar="N",
+                        help="times each row's process groups take turns (default 2; more evens out a machine "
+                             "whose memory bandwidth drifts)")
     parser.add_argument("--group", nargs=5, metavar=("SIZE", "DTYPE", "THREADS", "GROUP", "ROUNDS"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.alternations < 1:
+        parser.error(f"--alternations: expected a count of at least 1, got {args.alternations}")
     if args.group:
         size, dtype_name, threads, group, rounds = args.group
         print(json.dumps(measure_group(size, dtype_name, int(threads), group, int(rounds))))
@@ -252,10 +279,10 @@ def main() -> int:
     thread_counts = args.threads or sorted({1, cores})
     tile_settings = tuple(args.tile_pixels)
     rows = []
-    for size in SIZES:
-        for dtype_name in DTYPES:
+    for size in args.size or SIZES:
+        for dtype_name in args.dtype or DTYPES:
             for threads in thread_counts:
-                rows.append(run_row(size, dtype_name, threads, tile_settings=tile_settings))
+                rows.append(run_row(size, dtype_name, threads, args.alternations, tile_settings))
                 medians = ", ".join(f"{name} {ms * 1e3:.0f} us" for name, ms in rows[-1]["ms"].items())
                 print(f"{size} {dtype_name} x{threads}: {medians}", file=sys.stderr, flush=True)  # a cut run keeps these
     header = {
@@ -268,6 +295,7 @@ def main() -> int:
         "python": platform.python_version(),
         "tile_pixels": os.environ.get("IMG2GRAY_CPU_TILE_PIXELS", "default"),
         "load_average": os.getloadavg(),
+        "transparent_hugepages": transparent_hugepage_mode(),
     }
     print(" · ".join(f"{key}: {value}" for key, value in header.items()))
     print_table(rows)

@@ -12,18 +12,20 @@ export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-index --no-compile --target "$SITE" "$DIR"/*.whl || exit 1
 {
   lscpu
+  echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null  # the machine, for RESULTS.md
   python3 -c "import cv2, numpy, PIL, torch; print('opencv', cv2.__version__, 'torch', torch.__version__,
               'numpy', numpy.__version__, 'pillow', PIL.__version__)"
   "$DIR"/harness check
 } > "$OUT/host.txt" 2>&1
-grep -E "Model name|^CPU\(s\)|L3|opencv|all paths|FAILED" "$OUT/host.txt"
-PYTHONPATH=$SITE timeout 220 python3 benchmarks/bench_cpu.py --json "$OUT/cpu.json" 2>&1 | tee "$OUT/bench-cpu.txt"
+grep -E "Model name|^CPU\(s\)|L3|transparent|opencv|all paths|FAILED" "$OUT/host.txt"
+PYTHONPATH=$SITE timeout 240 python3 benchmarks/bench_cpu.py --json "$OUT/cpu.json" 2>&1 | tee "$OUT/bench-cpu.txt"
 timeout 50 python3 -m pytest -q -p no:cacheprovider --img2gray-site "$SITE" tests/test_ops_cpu.py 2>&1 | tail -3 \
   | tee "$OUT/pytest-cpu.txt"
-# The default tiles (8 a thread) against the static split (0) and a fixed 65536-pixel tile, all cores, each in
-# op-alone processes. (The streaming threshold's never/always runs of earlier calls: IMG2GRAY_CPU_STREAM_BYTES=
-# 1099511627776 / 0 in front of bench_cpu.py; their results are in RESULTS.md.)
-PYTHONPATH=$SITE timeout 200 python3 benchmarks/bench_cpu.py --threads "$(nproc)" --tile-pixels 0 --tile-pixels 65536 \
-  --json "$OUT/cpu-tiles.json" 2>&1 | tail -12 | tee "$OUT/bench-cpu-tiles.txt"
-timeout 40 "$DIR"/harness bench > "$OUT/harness-bench.txt" 2>&1
+# The kernels and their memory ceilings on the three kinds of buffers a call meets: huge pages for input and output
+# (a numpy caller's out=, OpenCV's dst=), huge input and 4 KiB output (the allocating call on a numpy image), and
+# 4 KiB pages for both (torch-allocated tensors). (Earlier calls also compared tiles, --tile-pixels, and streaming
+# thresholds, IMG2GRAY_CPU_STREAM_BYTES in front of bench_cpu.py; their results are in RESULTS.md.)
+for pages in huge mixed small; do
+  timeout 60 "$DIR"/harness bench "$pages" > "$OUT/harness-bench-$pages.txt" 2>&1
+done
