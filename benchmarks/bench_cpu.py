@@ -20,7 +20,7 @@ each best call, page faults per call, and the highest 1-minute load average: on 
 
 Buffers: the input is one numpy array; ``out=``, ``dst=`` and the copy ceiling's buffers are numpy arrays too, so
 every contender runs on the same kind of memory (numpy asks Linux for transparent huge pages from 4 MiB on; with
-``torch.empty``'s 4 KiB pages the float32 4K call took 20-40 % longer on the 2-core development VM). The
+``torch.empty``'s 4 KiB pages the float32 4K call took up to 40 % longer on the 2-core development VM). The
 allocating calls use each library's own allocator, as their users get it: torch's output lands in 4 KiB pages
 (unless THP is ``always``), OpenCV's in numpy's. The header records the machine's THP mode.
 
@@ -94,7 +94,7 @@ def torch_contenders(array: Any, threads: int) -> dict[str, Callable[[], object]
     torch.set_num_threads(threads)
     image = torch.from_numpy(array)
     # out= gets the same kind of buffer as OpenCV's dst=: numpy's (which asks Linux for transparent huge pages
-    # from 4 MiB on), not torch.empty's 4 KiB pages; the page size alone moves float32 4K by 20-40 % (NOTES.md).
+    # from 4 MiB on), not torch.empty's 4 KiB pages; the page size alone moved float32 4K by up to 40 % (NOTES.md).
     out = torch.from_numpy(np.zeros(array.shape[:-1], dtype=array.dtype))
     total = image.numel() * image.element_size() * 4 // 3  # bytes read + written by the op
     copy_src = torch.from_numpy(np.ones(total // 2, dtype=np.uint8))
