@@ -23,7 +23,7 @@ import contextlib
 import errno
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -78,6 +78,18 @@ class Arrivals(Protocol):
     def cancel(self) -> None:
         """Stop fetching (Ctrl-C): downloads in flight stop at their next chunk; what did not come makes ``wait``
         fail."""
+
+
+@contextlib.contextmanager
+def cancelled_on_error(arrivals: Arrivals | None) -> Iterator[None]:
+    """Until ``convert`` takes a source over, an error (Ctrl-C included) stops its downloads: the process would
+    otherwise wait for every queued file before it exits."""
+    try:
+        yield
+    except BaseException:
+        if arrivals is not None:
+            arrivals.cancel()
+        raise
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from rich.console import Console
 
 from tools.kernelwheel.console import print_step
-from tools.kernelwheel.convert import Options, Report, Source, convert
+from tools.kernelwheel.convert import Options, Report, Source, cancelled_on_error, convert
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.kernel_depends import (
     ConvertedKernel,
@@ -96,7 +96,7 @@ def _convert_dependency(dep: Dependency, options: Options, resolve: Resolve, con
 def _convert(source: Source, options: Options, resolve: Resolve, console: Console, run: _Run) -> Report:
     report = Report()
     converted: dict[str, ConvertedKernel] = {}
-    try:
+    with cancelled_on_error(source.arrivals):  # Ctrl-C before convert() took the source over
         dependencies = declared_dependencies(source, options)
         if dependencies:
             run.chain.append(source.repo_id or source.label)
@@ -105,10 +105,6 @@ def _convert(source: Source, options: Options, resolve: Resolve, console: Consol
                     converted[dep.repo_id] = _convert_dependency(dep, options, resolve, console, run, report)
             finally:
                 run.chain.pop()
-    except BaseException:  # Ctrl-C before convert() took the source over: stop its downloads too
-        if source.arrivals is not None:
-            source.arrivals.cancel()
-        raise
     own = convert(replace(source, dependencies=converted), options, console)
     report.converted[:0] = own.converted  # the kernel's own wheels first, then its dependencies'
     report.skipped[:0] = own.skipped

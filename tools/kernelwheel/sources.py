@@ -8,7 +8,6 @@ repositories pass kernels' trusted-publisher gate (``trust``) before any file is
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from rich.console import Console
 
 from tools.kernelwheel import background_fetch, hub, lockfile
 from tools.kernelwheel.console import ActivityTask, activity, print_step, print_warning
-from tools.kernelwheel.convert import Arrivals, Source
+from tools.kernelwheel.convert import Arrivals, Source, cancelled_on_error
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.kernel_depends import Dependency
 from tools.kernelwheel.trust import TrustPolicy, check_publisher
@@ -63,18 +62,6 @@ class _Fetching:
 
     def cancel(self) -> None:
         self._fetch.cancel()
-
-
-@contextlib.contextmanager
-def _cancelled_on_error(arrivals: Arrivals | None) -> Iterator[None]:
-    """Until conversion takes a started fetch over, an error (Ctrl-C included) stops its downloads: the process
-    would otherwise wait for every queued file before it exits."""
-    try:
-        yield
-    except BaseException:
-        if arrivals is not None:
-            arrivals.cancel()
-        raise
 
 
 def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
@@ -133,7 +120,7 @@ def hub_source(
         print_step(console, f"{repo_id}: --version {version_spec} → {ref.kind} {ref.name} at {ref.commit}")
         revision, version = ref.name, ref.version
     snapshot, arrivals = _fetch(settings, repo_id, revision, patterns, console)
-    with _cancelled_on_error(arrivals):
+    with cancelled_on_error(arrivals):
         print_step(console, f"{repo_id}@{revision}: commit {snapshot.commit}")
         return _snapshot_source(settings, snapshot, version, None, console, arrivals)
 
@@ -159,7 +146,7 @@ def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | N
         locked = lock.variants
         patterns = [f"build/{v}/*" for v in locked] if locked is not None else ["build/*"]
         snapshot, arrivals = _fetch(settings, lock.repo_id, lock.sha, patterns, console)
-        with _cancelled_on_error(arrivals):
+        with cancelled_on_error(arrivals):
             print_step(console, f"{lock.repo_id}: locked commit {snapshot.commit}")
             source = _snapshot_source(settings, snapshot, locked_version, lock.variants, console, arrivals)
         yield source
