@@ -4,13 +4,14 @@
 //   ./harness check     every path: all 2^24 uint8 triples against luma(), odd counts and misaligned pointers
 //                       (exactly sized inputs, guard bytes after outputs), float32 bit for bit against luma();
 //                       also built with -fsanitize=address,undefined (clean)
-//   ./harness bench     4K and 1080p, uint8 and float32, each path on 1 thread and on all (OpenMP), plus the
-//                       memory ceiling: a kernel with the same loads and stores and no arithmetic, and memcpy
-//   ./harness bench [huge|small|mixed]   which pages the buffers get: huge (the default) asks for transparent
-//                       huge pages as numpy does for arrays of 4 MiB and more (what a numpy caller and OpenCV's
-//                       output run on); small keeps 4 KiB pages (plain malloc, torch's CPU allocator); mixed gives
-//                       the input huge pages and the output small ones (img2gray's allocating call on a numpy
-//                       image). In a VM the page size alone moved 4K float32 on one core by 1.4-1.8x.
+//   ./harness bench [huge|small|mixed]
+//                       4K and 1080p, uint8 and float32, each path on 1 thread and on all (OpenMP), plus the
+//                       memory ceiling: a kernel with the same loads and stores and no arithmetic, and memcpy.
+//                       The pages the buffers get: huge (the default) asks for transparent huge pages as numpy does
+//                       for arrays of 4 MiB and more (what a numpy caller and OpenCV's output run on); small keeps
+//                       4 KiB pages (plain malloc, torch's CPU allocator); mixed gives the input huge pages and the
+//                       output small ones (img2gray's allocating call on a numpy image). In a VM the page size
+//                       alone moved 4K float32 on one core by 1.5-1.7x.
 #include <omp.h>
 #include <sys/mman.h>
 
@@ -211,13 +212,10 @@ void touch_u8(const uint8_t* rgb, uint8_t* gray, int64_t n, bool stream) {
   kHasAvx512 ? touch_u8_avx512(rgb, gray, n, stream) : touch_u8_avx2(rgb, gray, n, stream);
 }
 
-// Which bench buffers ask for transparent huge pages (madvise, as numpy does from 4 MiB on Linux); the others keep
-// the 4 KiB pages of plain malloc and torch's CPU allocator.
-bool g_huge_input = true, g_huge_output = true;
-
-// 64-byte aligned, as torch's CPU allocator gives (the kernels also take any alignment: see check()). Huge: 2 MiB
-// aligned and advised before the first touch, so the kernel backs it with huge pages where it can; small: advised
-// against them, so a THP mode of "always" does not decide instead.
+// 2 MiB aligned (torch's CPU allocator gives 64 bytes; the kernels take any alignment: see check()). Huge: advised
+// for transparent huge pages before the first touch, as numpy does from 4 MiB on, so the kernel backs it with huge
+// pages where it can; small: advised against them (the 4 KiB pages of plain malloc and torch's CPU allocator), so
+// a THP mode of "always" does not decide instead.
 template <typename T>
 struct Buffer {
   Buffer(int64_t n, bool huge) {
@@ -280,10 +278,10 @@ void read_only(const uint8_t* p, int64_t bytes, uint8_t* sink) {
 }
 
 template <typename T>
-void bench_size(const char* size, int64_t w, int64_t h, int threads_all) {
+void bench_size(const char* size, int64_t w, int64_t h, int threads_all, bool huge_input, bool huge_output) {
   const int64_t n = w * h;
-  Buffer<T> rgb(3 * n, g_huge_input), gray(n, g_huge_output);
-  Buffer<uint8_t> src(2 * n * sizeof(T), g_huge_input), dst(2 * n * sizeof(T), g_huge_output), sink(64 * 256, false);
+  Buffer<T> rgb(3 * n, huge_input), gray(n, huge_output);
+  Buffer<uint8_t> src(2 * n * sizeof(T), huge_input), dst(2 * n * sizeof(T), huge_output), sink(64 * 256, false);
   std::mt19937 rng(2);
   for (int64_t k = 0; k < 3 * n; ++k) rgb.data()[k] = static_cast<T>(rng() % 256);
   std::memset(src.data(), 1, 2 * n * sizeof(T));
@@ -344,14 +342,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "harness bench: expected pages huge, small or mixed; got %s\n", pages.c_str());
     return 2;
   }
-  g_huge_input = pages != "small";
-  g_huge_output = pages == "huge";
-  std::printf("pages: input %s, output %s\n", g_huge_input ? "huge (madvise)" : "4 KiB",
-              g_huge_output ? "huge (madvise)" : "4 KiB");
+  const bool huge_input = pages != "small", huge_output = pages == "huge";
+  std::printf("pages: input %s, output %s\n", huge_input ? "huge (madvise)" : "4 KiB",
+              huge_output ? "huge (madvise)" : "4 KiB");
   const int threads = omp_get_max_threads();
-  bench_size<uint8_t>("4K", 3840, 2160, threads);
-  bench_size<uint8_t>("1080p", 1920, 1080, threads);
-  bench_size<float>("4K", 3840, 2160, threads);
-  bench_size<float>("1080p", 1920, 1080, threads);
+  bench_size<uint8_t>("4K", 3840, 2160, threads, huge_input, huge_output);
+  bench_size<uint8_t>("1080p", 1920, 1080, threads, huge_input, huge_output);
+  bench_size<float>("4K", 3840, 2160, threads, huge_input, huge_output);
+  bench_size<float>("1080p", 1920, 1080, threads, huge_input, huge_output);
   return 0;
 }
