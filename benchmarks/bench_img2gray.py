@@ -427,6 +427,7 @@ def host_overhead_rows(device: str) -> list[Row]:
     many back-to-back calls. On CUDA the calls only enqueue work, so this is the CPU cost a caller pays."""
     image = random_image((8, 8, 3), torch.uint8, device)
     out = torch.empty(8, 8, dtype=torch.uint8, device=device)
+    empty, empty_out = image[:0], out[:0]
     a, b = random_image((8, 8), torch.uint8, device), random_image((8, 8), torch.uint8, device)
     named: dict[str, Callable] = {
         "img2gray": img2gray.img2gray,
@@ -436,6 +437,8 @@ def host_overhead_rows(device: str) -> list[Row]:
         "op.out": lambda x, op=torch.ops.img2gray.img2gray.out: op(x, out=out),
         # the wrapper's eager out= path: img2gray.out with positional arguments and no return
         "op._img2gray_into": lambda x, op=torch.ops.img2gray._img2gray_into.default: op(x, out),
+        # the same call on an empty image: every check and the whole torch.ops path, but no launch
+        "op._img2gray_into, empty image": lambda x, op=torch.ops.img2gray._img2gray_into.default: op(empty, empty_out),
         **{f"{n} op.default": bld._ops.ops.img2gray.default for n, bld in OTHER_BUILDS.items()},
         "torch.add": lambda x: torch.add(a, b),
         "torch.empty": lambda x: torch.empty(8, 8, dtype=torch.uint8, device=device),
@@ -444,6 +447,8 @@ def host_overhead_rows(device: str) -> list[Row]:
         "torch.ops.aten.alias": torch.ops.aten.alias.default,
         "op._img2gray_simple": torch.ops.img2gray._img2gray_simple.default if device == "cuda" else (lambda x: x),
     }
+    if hasattr(torch.ops.img2gray, "_img2gray_no_grad"):  # the wrapper's allocating path when no gradient is wanted
+        named["op._img2gray_no_grad"] = torch.ops.img2gray._img2gray_no_grad.default
     if device == "cuda" and NPP is not None:
         npp = NPP.bind(tuple(image.shape))
         named["NPP into out"] = lambda x: npp(x, out)

@@ -193,6 +193,33 @@ def test_the_wrappers_out_path_op_runs_the_out_overloads_checks_and_kernel() -> 
         torch.ops.img2gray._img2gray_into(image.to_sparse(), out)
 
 
+BACKEND_KEYS = ("CPU", "CUDA", "Meta", "NestedTensorCPU", "NestedTensorCUDA", "SparseCPU", "SparseCUDA",
+                "SparseCsrCPU", "SparseCsrCUDA")
+
+
+@pytest.mark.parametrize("private", ["_img2gray_no_grad", "_img2gray_into"])
+def test_the_wrappers_private_ops_have_kernels_wherever_the_op_has(private: str) -> None:
+    """The wrapper's eager paths take every call the op would: same backends (CUDA in a CUDA build), same refusals."""
+    def keys(name: str) -> list[str]:
+        return [k for k in BACKEND_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(f"img2gray::{name}", k)]
+
+    assert keys(private) == keys("img2gray") and "CPU" in keys("img2gray")
+    assert ("CUDA" in keys(private)) == (img2gray.build_info().backend != "cpu")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_wrappers_no_grad_op_runs_the_functional_overloads_checks_and_kernel(device: str) -> None:
+    """_img2gray_no_grad (the wrapper's eager path when no gradient is wanted) is img2gray without its autograd."""
+    classic = img2gray.build_info().abi == "classic"
+    for dtype in ALL_DTYPES:
+        image = random_image((2, 3, 5, 3), dtype, device)[:, :, ::2]  # strided: the op's dense() copy too
+        assert torch.equal(torch.ops.img2gray._img2gray_no_grad(image), torch.ops.img2gray.img2gray(image))
+    with pytest.raises(ValueError if classic else RuntimeError, match=r"expected an RGB image .* got shape \[3, 4\]"):
+        torch.ops.img2gray._img2gray_no_grad(torch.zeros(3, 4, device=device))
+    with pytest.raises(TypeError if classic else RuntimeError, match="expected a strided"):
+        torch.ops.img2gray._img2gray_no_grad(torch.zeros(2, 2, 3, device=device).to_sparse())
+
+
 def test_the_op_refuses_an_out_that_overlaps_its_input() -> None:
     image = torch.zeros(4, 4, 3, dtype=torch.uint8)
     with pytest.raises(RuntimeError, match="out overlaps the image's memory"):
@@ -276,8 +303,10 @@ def test_opcheck(device: str, dtype: torch.dtype) -> None:
         {"out": out},
         test_utils=("test_schema", "test_autograd_registration", "test_faketensor"),
     )
-    # The wrapper's eager out= path returns nothing, so functionalization takes it (all of opcheck's tests).
+    # The wrapper's eager paths: out= returns nothing, so functionalization takes it (all of opcheck's tests);
+    # the no-grad functional op has no autograd kernel (torch's fallback), which opcheck's registration test allows.
     torch.library.opcheck(torch.ops.img2gray._img2gray_into.default, (image, out))
+    torch.library.opcheck(torch.ops.img2gray._img2gray_no_grad.default, (image,))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -338,7 +367,8 @@ def test_no_grad_paths_build_no_graph(device: str) -> None:
     image = random_image((4, 5, 3), torch.float32, device)
     assert img2gray.img2gray(image).grad_fn is None
     with torch.no_grad():
-        assert img2gray.img2gray(image.requires_grad_()).grad_fn is None
+        gray = img2gray.img2gray(image.requires_grad_())
+        assert gray.grad_fn is None and not gray.requires_grad
     assert img2gray.img2gray(image).grad_fn is not None
     assert torch.ops.img2gray.img2gray(image).grad_fn is not None
 

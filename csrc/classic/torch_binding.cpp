@@ -205,12 +205,15 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
   m.def("img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!)");
   // The Python wrapper's out= path (python/img2gray/ops.py): img2gray.out without the keyword and the return.
   m.def("_img2gray_into(Tensor image, Tensor(a!) out) -> ()");
+  // The wrapper's path when no gradient is wanted: img2gray's kernels without register_autograd's Python kernel.
+  m.def("_img2gray_no_grad(Tensor image) -> Tensor");
   // The one-pixel-per-thread CUDA kernel, kept as a reference for tests and benchmarks (CUDA builds only).
   m.def("_img2gray_simple(Tensor image) -> Tensor");
 }
 
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
   m.impl("img2gray", &functional<run_cpu>);
+  m.impl("_img2gray_no_grad", &functional<run_cpu>);
   m.impl("img2gray.out", &out_variant<run_cpu>);
   m.impl("_img2gray_into", &into<run_cpu>);
 }
@@ -223,6 +226,7 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, Autograd, m) {
 #define IMG2GRAY_REFUSE(key, what)                                           \
   IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {      \
     m.impl("img2gray", &refuse_layout<what>);                                \
+    m.impl("_img2gray_no_grad", &refuse_layout<what>);                       \
     m.impl("img2gray.out", &refuse_layout_out<what>);                        \
     m.impl("_img2gray_into", &refuse_layout_into<what>);                     \
   }
@@ -236,6 +240,7 @@ IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
 #ifdef IMG2GRAY_WITH_CUDA
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
   m.impl("img2gray", &functional<run_cuda<CudaKernel::kFast>>);
+  m.impl("_img2gray_no_grad", &functional<run_cuda<CudaKernel::kFast>>);
   m.impl("img2gray.out", &out_variant<run_cuda<CudaKernel::kFast>>);
   m.impl("_img2gray_simple", &functional<run_cuda<CudaKernel::kSimple>>);
   m.impl("_img2gray_into", &into<run_cuda<CudaKernel::kFast>>);

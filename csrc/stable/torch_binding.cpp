@@ -265,12 +265,15 @@ IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
   m.def("img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!)");
   // The Python wrapper's out= path (python/img2gray/ops.py): img2gray.out without the keyword and the return.
   m.def("_img2gray_into(Tensor image, Tensor(a!) out) -> ()");
+  // The wrapper's path when no gradient is wanted: img2gray's kernels without register_autograd's Python kernel.
+  m.def("_img2gray_no_grad(Tensor image) -> Tensor");
   // The one-pixel-per-thread CUDA kernel, kept as a reference for tests and benchmarks (CUDA builds only).
   m.def("_img2gray_simple(Tensor image) -> Tensor");
 }
 
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
   m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
+  m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
   m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cpu>));
   m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cpu>));
 }
@@ -278,6 +281,7 @@ IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
 #define IMG2GRAY_REFUSE(key, what)                                                        \
   IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {                   \
     m.impl("img2gray", TORCH_BOX(&img2gray::refuse_layout<img2gray::what>));                     \
+    m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::refuse_layout<img2gray::what>));            \
     m.impl("img2gray.out", TORCH_BOX(&img2gray::refuse_layout_out<img2gray::what>));             \
     m.impl("_img2gray_into", TORCH_BOX(&img2gray::refuse_layout_into<img2gray::what>));          \
   }
@@ -292,6 +296,7 @@ IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
   using img2gray::CudaKernel;
   m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kFast>>));
+  m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kFast>>));
   m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cuda<CudaKernel::kFast>>));
   m.impl("_img2gray_simple", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kSimple>>));
   m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cuda<CudaKernel::kFast>>));

@@ -28,15 +28,16 @@ _functional = ops.img2gray.default
 _out = ops.img2gray.out
 # The overloads' C++ entry points: OpOverload.__call__ is one Python frame around them (~0.1 us per call).
 # Traced code (torch.compile) calls the OpOverloads themselves, which Dynamo knows.
-_functional_entry = getattr(_functional, "_op", _functional)
 # Eager out=: `_img2gray_into(image, out) -> ()`, the out overload's checks and kernels behind a schema with
 # positional arguments and no return: the torch.ops call parses no keyword and wraps no result (~0.3-0.5 us less,
 # benchmarks/NOTES.md). Its kernels are not registered for the Autograd keys, which would skip the fallback's
 # ~0.15 us but also every mode below autograd (FakeTensorMode, functionalization).
 _into_entry = getattr(ops._img2gray_into.default, "_op", ops._img2gray_into.default)
-# Dispatch straight to the CPU/CUDA kernel when no gradient is wanted: the autograd kernel that
-# register_autograd installs is Python, a few microseconds per call (benchmarks/NOTES.md).
-_below_autograd = torch._C._AutoDispatchBelowAutograd
+# Eager calls that want no gradient: `_img2gray_no_grad(image) -> Tensor`, the functional overload's kernels
+# without the autograd kernel that register_autograd installs, which is Python (a few us per call). torch's C++
+# autograd fallback passes it through (~0.15 us), where entering _AutoDispatchBelowAutograd around the functional
+# overload cost ~0.6-1 us (benchmarks/NOTES.md).
+_no_grad_entry = getattr(ops._img2gray_no_grad.default, "_op", ops._img2gray_no_grad.default)
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 
@@ -57,8 +58,7 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         if out is None:
             if _is_compiling() or (image.requires_grad and _grad_enabled()):
                 return _functional(image)
-            with _below_autograd():
-                return _functional_entry(image)
+            return _no_grad_entry(image)
         if _grad_enabled() and (image.requires_grad or out.requires_grad):
             raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
         if _is_compiling():
@@ -143,6 +143,11 @@ def _img2gray_out_fake(image: Tensor, *, out: Tensor) -> Tensor:
 @torch.library.register_fake(add_op_namespace_prefix("_img2gray_into"))
 def _img2gray_into_fake(image: Tensor, out: Tensor) -> None:
     _img2gray_out_fake(image, out=out)
+
+
+@torch.library.register_fake(add_op_namespace_prefix("_img2gray_no_grad"))
+def _img2gray_no_grad_fake(image: Tensor) -> Tensor:
+    return _img2gray_fake(image)
 
 
 @torch.library.register_fake(add_op_namespace_prefix("_img2gray_simple"))
