@@ -428,6 +428,7 @@ def host_overhead_rows(device: str) -> list[Row]:
     image = random_image((8, 8, 3), torch.uint8, device)
     out = torch.empty(8, 8, dtype=torch.uint8, device=device)
     empty, empty_out = image[:0], out[:0]
+    cpu_image, cpu_out = image.cpu(), out.cpu()
     a, b = random_image((8, 8), torch.uint8, device), random_image((8, 8), torch.uint8, device)
     named: dict[str, Callable] = {
         "img2gray": img2gray.img2gray,
@@ -439,6 +440,9 @@ def host_overhead_rows(device: str) -> list[Row]:
         "op._img2gray_into": lambda x, op=torch.ops.img2gray._img2gray_into.default: op(x, out),
         # the same call on an empty image: every check and the whole torch.ops path, but no launch
         "op._img2gray_into, empty image": lambda x, op=torch.ops.img2gray._img2gray_into.default: op(empty, empty_out),
+        # and on the CPU copies: the same torch.ops path and checks without any CUDA call (what the CUDA rows add is
+        # the stream and device queries and the launch)
+        "op._img2gray_into, CPU image": lambda x, op=torch.ops.img2gray._img2gray_into.default: op(cpu_image, cpu_out),
         **{f"{n} op.default": bld._ops.ops.img2gray.default for n, bld in OTHER_BUILDS.items()},
         "torch.add": lambda x: torch.add(a, b),
         "torch.empty": lambda x: torch.empty(8, 8, dtype=torch.uint8, device=device),
