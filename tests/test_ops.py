@@ -407,7 +407,7 @@ def test_opcheck_with_autograd(device: str, dtype: torch.dtype) -> None:
 
 
 def test_the_wrapper_works_under_fake_tensors_and_inference_mode() -> None:
-    """The wrapper's no-grad shortcut (dispatch below autograd) must keep torch's modes working."""
+    """The wrapper's no-grad shortcut (`_img2gray_no_grad`, no autograd kernel) must keep torch's modes working."""
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
     with FakeTensorMode():
