@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
@@ -29,6 +31,26 @@ def test_runs_on_the_current_stream() -> None:
         img2gray.img2gray(image, out=out)
     stream.synchronize()
     assert torch.equal(gray, expected) and torch.equal(out, expected)
+
+
+def test_runs_on_a_thread_that_made_no_cuda_call_before() -> None:
+    """The launch takes the driver's path only with a current context; a fresh thread may have none yet, and then the
+    runtime's launch makes it current (csrc/img2gray_cuda.cu). The thread's first CUDA work is the op's launch."""
+    image = random_image((720, 1280, 3), torch.uint8, "cuda")
+    expected = img2gray.img2gray(image)
+    out = torch.full_like(expected, 0x5A)
+    torch.cuda.synchronize()
+    results: list[torch.Tensor] = []
+
+    def convert() -> None:
+        img2gray.img2gray(image, out=out)
+        results.append(img2gray.img2gray(image))
+        torch.cuda.current_stream().synchronize()
+
+    worker = threading.Thread(target=convert)
+    worker.start()
+    worker.join()
+    assert torch.equal(out, expected) and len(results) == 1 and torch.equal(results[0], expected)
 
 
 def test_device_guard_uses_the_tensors_device() -> None:
