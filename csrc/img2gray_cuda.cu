@@ -90,14 +90,18 @@ using DriverLaunch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsi
 
 DriverLaunch driver_launch() {
   static const DriverLaunch fn = [] {
+    constexpr unsigned kLaunchAbi = 12000;  // cuLaunchKernel as of CUDA 12.0, the first to accept a CUkernel
     void* entry = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, 12000, cudaEnableDefault, &found);
+    const cudaError_t err =
+        cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, kLaunchAbi, cudaEnableDefault, &found);
     return err == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<DriverLaunch>(entry) : nullptr;
   }();
   return fn;
 }
 
+// Launch<kernel>::run(blocks, stream, args...): kThreads threads a block; the arguments take the kernel's own
+// parameter types. The handle is cached per kernel (a static in each specialization).
 template <auto kKernel>
 struct Launch;
 
