@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call for both builds of the op. Usage (device tool):
-#   run(command="bash benchmarks/gpu_run.sh dist/gpu stable,bench,classic", carry=["dist/gpu", ".whl"])
+#   run(command="bash benchmarks/gpu_run.sh dist/gpu stable,bench,classic", carry=["dist/gpu", ".whl/npp13.tar.xz"])
 # dist/gpu/stable/*.whl: the stable-ABI wheel exactly as `make wheel` built it here against torch 2.14.1;
 # the classic build is compiled there, against the device's torch, with CMake through `pip wheel --no-build-isolation`
 # (a classic binary only loads under the torch minor it was built for);
@@ -10,7 +10,10 @@
 # nvidia/cu13/lib/ files, `tar -cJf .whl/npp13.tar.xz libnppc.so.13 libnppicc.so.13` (7 MB; libnppicc.so.13 alone
 # is 72 MB, over the device tool's 64 MiB carry limit, and the wheel 261 MB).
 # PHASES, comma-separated, run in order: stable / classic (that build's op and CUDA tests, compute-sanitizer
-# memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants.
+# memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants,
+# launch (benchmarks/launch_cost.cu: one kernel launch from plain C++, the floor under a small frame; into gpu.txt),
+# ab (the small-frame and per-call rows twice, alternating dist/gpu/baseline/*.whl, e.g. the last commit's wheel, with
+# the stable wheel: a host-path change against its baseline in one run; $OUT/ab.txt and ab.json).
 set -uo pipefail
 GPU=${1:-dist/gpu}
 PHASE=${2:-stable,bench,classic}
@@ -54,8 +57,20 @@ for phase in ${PHASE//,/ }; do
     variants)
       PYTHONPATH=/tmp/site-stable python3 benchmarks/check_variants.py "$GPU"/variants/* 2>&1 | tee "$OUT/variants.txt" ;;
     bench)
-      PYTHONPATH=/tmp/site-stable timeout 300 python3 benchmarks/bench_img2gray.py ${BENCH_ARGS:-} --json "$OUT/bench.json" \
+      read -ra bench_args <<< "${BENCH_ARGS:-}"  # words, e.g. BENCH_ARGS="--sections host,small"
+      PYTHONPATH=/tmp/site-stable timeout 300 python3 benchmarks/bench_img2gray.py "${bench_args[@]}" --json "$OUT/bench.json" \
         2>&1 | tee "$OUT/bench.txt" ;;
+    launch)
+      nvcc -O2 -arch=sm_90 -std=c++17 benchmarks/launch_cost.cu -o /tmp/launch_cost && /tmp/launch_cost | tee -a "$OUT/gpu.txt" ;;
+    ab)
+      python3 -m pip install -q --no-deps --no-index --no-compile --target /tmp/site-baseline "$GPU"/baseline/*.whl || continue
+      for round in 1 2; do for site in baseline stable; do
+        echo "== $site, round $round" | tee -a "$OUT/ab.txt"
+        PYTHONPATH=/tmp/site-$site timeout 150 python3 benchmarks/bench_img2gray.py --sections host,small \
+          --json "/tmp/ab-$site-$round.json" 2>&1 | grep -E "^\| (8x8|1920|1280)|failed" | tee -a "$OUT/ab.txt"
+      done; done
+      python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/ab.json', 'w'))" \
+        /tmp/ab-*.json ;;
     all) echo "all = stable,bench,classic" ;;
   esac
 done
