@@ -9,7 +9,7 @@ overload is differentiable for float dtypes (``torch.library.register_autograd``
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
@@ -26,18 +26,24 @@ OUT_AUTOGRAD_MESSAGE = ("img2gray(): functions with out=... arguments don't supp
 
 _functional = ops.img2gray.default
 _out = ops.img2gray.out
-# The overloads' C++ entry points: OpOverload.__call__ is one Python frame around them (~0.1 us per call).
-# Traced code (torch.compile) calls the OpOverloads themselves, which Dynamo knows.
+
+
+def _entry_point(overload: torch._ops.OpOverload) -> Any:
+    """The overload's C++ entry point: OpOverload.__call__ is one Python frame around it (~0.1 us per call). Eager
+    calls only; traced code (torch.compile) calls the OpOverloads themselves, which Dynamo knows."""
+    return getattr(overload, "_op", overload)
+
+
 # Eager out=: `_img2gray_into(image, out) -> ()`, the out overload's checks and kernels behind a schema with
 # positional arguments and no return: the torch.ops call parses no keyword and wraps no result (~0.3-0.5 us less,
 # benchmarks/NOTES.md). Its kernels are not registered for the Autograd keys, which would skip the fallback's
 # ~0.15 us but also every mode below autograd (FakeTensorMode, functionalization).
-_into_entry = getattr(ops._img2gray_into.default, "_op", ops._img2gray_into.default)
+_into_entry = _entry_point(ops._img2gray_into.default)
 # Eager calls that want no gradient: `_img2gray_no_grad(image) -> Tensor`, the functional overload's kernels
 # without the autograd kernel that register_autograd installs, which is Python (a few us per call). torch's C++
 # autograd fallback passes it through (~0.15 us), where entering _AutoDispatchBelowAutograd around the functional
 # overload cost ~0.6-1 us (benchmarks/NOTES.md).
-_no_grad_entry = getattr(ops._img2gray_no_grad.default, "_op", ops._img2gray_no_grad.default)
+_no_grad_entry = _entry_point(ops._img2gray_no_grad.default)
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 
