@@ -17,7 +17,7 @@ test: install lint
 	$(PY) -m pytest
 	$(PY) -m pytest --img2gray-site dist/site-classic tests/test_ops.py tests/test_ops_cuda.py
 
-# Static checks (configured in pyproject.toml): ruff over the Python tree, mypy --strict over tools/.
+# Static checks (configured in pyproject.toml): ruff over the Python tree, mypy --strict over tools/ and the op package.
 lint: venv
 	$(VENV)/bin/ruff check tools tests benchmarks python
 	$(VENV)/bin/mypy

@@ -1,10 +1,12 @@
-"""The op contract (python/img2gray/ops.py and csrc/): results, layouts, dtypes, errors, opcheck, compile.
+"""The op contract (python/img2gray/ops.py and csrc/): results, layouts, dtypes, errors, opcheck, compile,
+autograd, vmap.
 
 Every check is written once and runs on the CPU and, where a GPU exists, on CUDA.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -420,3 +422,84 @@ def test_the_wrapper_works_under_fake_tensors_and_inference_mode() -> None:
     with torch.inference_mode():
         assert torch.equal(torch.ops.img2gray.img2gray(image), reference_fp32(image))
         assert torch.equal(img2gray.img2gray(image), reference_fp32(image))
+
+
+@pytest.fixture
+def vmap_without_fallback() -> Iterator[None]:
+    """A missing batching rule raises instead of quietly looping over the samples (torch's fallback)."""
+    torch._C._functorch._set_vmap_fallback_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._functorch._set_vmap_fallback_enabled(True)
+
+
+def functional_overloads(device: str) -> list[Callable[[torch.Tensor], torch.Tensor]]:
+    """Every way to the functional kernels: the wrapper, the op, the wrapper's no-grad op, the CUDA reference."""
+    ops = torch.ops.img2gray
+    return [img2gray.img2gray, ops.img2gray, ops._img2gray_no_grad] + [ops._img2gray_simple] * (device == "cuda")
+
+
+@pytest.mark.usefixtures("vmap_without_fallback")
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("in_dim", [0, 1, 3, -1], ids=lambda d: f"in_dims={d}")
+def test_vmap_batches_into_one_call(device: str, dtype: torch.dtype, in_dim: int) -> None:
+    """Each functional overload has a batching rule: the vmapped dimension, wherever it is, becomes a leading one."""
+    images = random_image((4, 5, 6, 3), dtype, device)  # 4 images of (5, 6, 3)
+    physical = images.movedim(0, in_dim)
+    expected = img2gray.img2gray(images)
+    for overload in functional_overloads(device):
+        assert torch.equal(torch.vmap(overload, in_dims=in_dim)(physical), expected), overload
+        assert torch.equal(torch.vmap(torch.vmap(overload))(images.reshape(2, 2, 5, 6, 3)),
+                           expected.reshape(2, 2, 5, 6)), overload
+
+
+
+@pytest.mark.usefixtures("vmap_without_fallback")
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_of_vmap_has_no_graph_break(device: str) -> None:
+    torch._dynamo.reset()
+    batched = torch.vmap(img2gray.img2gray, in_dims=2)
+    compiled = torch.compile(batched, fullgraph=True)
+    images = random_image((5, 6, 4, 3), torch.uint8, device)  # 4 images of (5, 6, 3), batched along dim 2
+    assert torch.equal(compiled(images), img2gray.img2gray(images.movedim(2, 0)))
+
+@pytest.mark.usefixtures("vmap_without_fallback")
+def test_vmap_checks_each_sample_is_an_image() -> None:
+    """Batched (5, 3) rows are not an image: the rule refuses what the op would refuse for one sample."""
+    message = r"^img2gray: expected image of rank >= 3 with shape \(\.\.\., H, W, 3\), got rank 2 with shape \(5, 3\)$"
+    for overload in functional_overloads("cpu"):
+        with pytest.raises(ValueError, match=message):
+            torch.vmap(overload)(torch.zeros(4, 5, 3))
+    with pytest.raises(ValueError, match=r"expected 3 channels in the last dimension \(\.\.\., H, W, 3\), got 4"):
+        torch.vmap(img2gray.img2gray, in_dims=2)(torch.zeros(5, 6, 7, 4))
+
+
+@pytest.mark.usefixtures("vmap_without_fallback")
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradients_flow_through_vmap(device: str) -> None:
+    """Under vmap the wrapper sees a batched tensor whose requires_grad is False whatever the input's: it must not
+    take its no-grad shortcut there, or backward() silently leaves the input without a gradient."""
+    images = random_image((4, 5, 6, 3), torch.float32, device).requires_grad_()
+    for overload in (img2gray.img2gray, torch.ops.img2gray.img2gray):
+        images.grad = None
+        grad = random_image((4, 5, 6), torch.float32, device)
+        torch.vmap(overload)(images).backward(grad)
+        assert images.grad is not None, overload
+        expected = torch.stack([grad * w for w in img2gray.ops.LUMA_WEIGHTS], dim=-1)
+        assert torch.equal(images.grad, expected), overload
+    with torch.no_grad():
+        assert not torch.vmap(img2gray.img2gray)(images).requires_grad
+
+
+@pytest.mark.parametrize("name", ["img2gray", "_img2gray_no_grad", "_img2gray_simple"])
+def test_the_functional_fake_kernels_check_like_the_op(name: str) -> None:
+    """Shapes are inferred on meta tensors (and under FakeTensorMode) by the fake kernels, which refuse what the op
+    refuses rather than inventing an output."""
+    overload = getattr(torch.ops.img2gray, name)
+    assert overload(torch.empty(2, 4, 5, 3, device="meta")).shape == (2, 4, 5)
+    with pytest.raises(RuntimeError, match=r"img2gray: expected \(\.\.\., H, W, 3\)"):
+        overload(torch.empty(4, 5, device="meta"))
+    with pytest.raises(RuntimeError, match=r"img2gray: unsupported dtype torch\.float64"):
+        overload(torch.empty(4, 5, 3, dtype=torch.float64, device="meta"))

@@ -1,15 +1,17 @@
-"""The Python way into ``torch.ops.img2gray.img2gray``: the wrapper, the fake kernels and the backward.
+"""The Python way into ``torch.ops.img2gray.img2gray``: the wrapper, the fake kernels, the backward and the
+batching rules.
 
 The op checks its arguments in C++, once per call; the wrapper adds nothing on the success path, and turns a
 refusal into the typed error the docs promise (the stable-ABI build can only raise RuntimeError from C++).
 The fake (meta) kernels let ``torch.compile`` and other tracing tools infer output shapes without running the
 op, so a compiled function that calls it traces with ``fullgraph=True`` and no graph break. The functional
-overload is differentiable for float dtypes (``torch.library.register_autograd``; the op is linear).
+overload is differentiable for float dtypes (``torch.library.register_autograd``; the op is linear), and
+``torch.vmap`` batches it into one call (``torch.library.register_vmap``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Tuple, TypeVar
 
 import torch
 from torch import Tensor
@@ -24,8 +26,9 @@ _DTYPE_NAMES = "uint8, float16, bfloat16 or float32"
 OUT_AUTOGRAD_MESSAGE = ("img2gray(): functions with out=... arguments don't support automatic differentiation, "
                         "but one of the arguments requires grad.")
 
-_functional = ops.img2gray.default
-_out = ops.img2gray.out
+_functional: Callable[[Tensor], Tensor] = ops.img2gray.default
+_out: Callable[..., Tensor] = ops.img2gray.out
+_simple: Callable[[Tensor], Tensor] = ops._img2gray_simple.default
 
 
 def _entry_point(overload: torch._ops.OpOverload) -> Any:
@@ -43,7 +46,7 @@ _into_entry = _entry_point(ops._img2gray_into.default)
 # without the autograd kernel that register_autograd installs, which is Python (a few us per call). torch's C++
 # autograd fallback passes it through (~0.15 us), where entering _AutoDispatchBelowAutograd around the functional
 # overload cost ~0.6-1 us (benchmarks/NOTES.md).
-_no_grad_entry = _entry_point(ops._img2gray_no_grad.default)
+_no_grad_entry: Callable[[Tensor], Tensor] = _entry_point(ops._img2gray_no_grad.default)
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 
@@ -101,16 +104,18 @@ def _check_image(image: object) -> None:
                         "(convert each image separately, or call .to_dense())")
     if image.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"img2gray: expected image of dtype {_DTYPE_NAMES}, got {image.dtype}")
-    if image.dim() < 3:
+    _check_image_shape(tuple(image.shape))
+
+
+def _check_image_shape(shape: Tuple[int, ...]) -> None:
+    if len(shape) < 3:
         raise ValueError(
-            f"img2gray: expected image of rank >= 3 with shape (..., H, W, 3), got rank {image.dim()} "
-            f"with shape {tuple(image.shape)}"
+            f"img2gray: expected image of rank >= 3 with shape (..., H, W, 3), got rank {len(shape)} "
+            f"with shape {shape}"
         )
-    if image.shape[-1] != 3:
-        raise ValueError(
-            f"img2gray: expected 3 channels in the last dimension (..., H, W, 3), got {image.shape[-1]} "
-            f"(shape {tuple(image.shape)})"
-        )
+    if shape[-1] != 3:
+        raise ValueError(f"img2gray: expected 3 channels in the last dimension (..., H, W, 3), got {shape[-1]} "
+                         f"(shape {shape})")
 
 
 def _check_out(image: Tensor, out: object) -> None:
@@ -127,14 +132,27 @@ def _check_out(image: Tensor, out: object) -> None:
         )
 
 
-@torch.library.register_fake(add_op_namespace_prefix("img2gray"))
+_Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
+
+
+def _fake_kernel(op_name: str) -> Callable[[_Kernel], _Kernel]:
+    """``torch.library.register_fake`` for one of this library's ops, as a typed decorator."""
+
+    def register(kernel: _Kernel) -> _Kernel:
+        torch.library.register_fake(add_op_namespace_prefix(op_name), kernel)
+        return kernel
+
+    return register
+
+
+@_fake_kernel("img2gray")
 def _img2gray_fake(image: Tensor) -> Tensor:
     torch._check(image.dim() >= 3 and image.shape[-1] == 3, lambda: "img2gray: expected (..., H, W, 3)")
     torch._check(image.dtype in SUPPORTED_DTYPES, lambda: f"img2gray: unsupported dtype {image.dtype}")
     return image.new_empty(image.shape[:-1])
 
 
-@torch.library.register_fake(add_op_namespace_prefix("img2gray.out"))
+@_fake_kernel("img2gray.out")
 def _img2gray_out_fake(image: Tensor, *, out: Tensor) -> Tensor:
     # Also the Meta kernel: a meta image with a CPU out (or the reverse) dispatches here, and must not "succeed".
     torch._check(out.device == image.device,
@@ -146,19 +164,39 @@ def _img2gray_out_fake(image: Tensor, *, out: Tensor) -> Tensor:
     return out
 
 
-@torch.library.register_fake(add_op_namespace_prefix("_img2gray_into"))
+@_fake_kernel("_img2gray_into")
 def _img2gray_into_fake(image: Tensor, out: Tensor) -> None:
     _img2gray_out_fake(image, out=out)
 
 
-@torch.library.register_fake(add_op_namespace_prefix("_img2gray_no_grad"))
-def _img2gray_no_grad_fake(image: Tensor) -> Tensor:
-    return _img2gray_fake(image)
+# The functional overloads share the checks and kernels, so they share the fake kernel too.
+_fake_kernel("_img2gray_no_grad")(_img2gray_fake)
+_fake_kernel("_img2gray_simple")(_img2gray_fake)
 
 
-@torch.library.register_fake(add_op_namespace_prefix("_img2gray_simple"))
-def _img2gray_simple_fake(image: Tensor) -> Tensor:
-    return image.new_empty(image.shape[:-1])
+def _vmap_rule(op: Callable[[Tensor], Tensor]) -> Callable[..., Tuple[Tensor, Optional[int]]]:
+    """``torch.vmap`` support for a functional overload. (..., H, W, 3) -> (..., H, W) takes any leading
+    dimensions, so the vmapped dimension becomes the first of them and the op runs once for the whole batch
+    (without a rule, torch falls back to one call per sample and warns)."""
+
+    def rule(info: object, in_dims: Tuple[Optional[int]], image: Tensor) -> Tuple[Tensor, Optional[int]]:
+        (dim,) = in_dims
+        if dim is None:
+            return op(image), None
+        batched = image.movedim(dim, 0)
+        _check_image_shape(tuple(batched.shape[1:]))  # one sample is an image, not just the batch
+        return op(batched), 0
+
+    return rule
+
+
+torch.library.register_vmap(add_op_namespace_prefix("img2gray"), _vmap_rule(_functional))
+torch.library.register_vmap(add_op_namespace_prefix("_img2gray_simple"), _vmap_rule(_simple))
+# Under vmap the wrapper's `image` is a batched tensor whose requires_grad is False whatever the tensor it wraps says,
+# so the wrapper takes its no-grad shortcut there even when a gradient is wanted: the rule runs the whole op, autograd
+# included, on the unwrapped batch (without it `vmap(img2gray)(x).sum().backward()` left x.grad None). Checking for
+# transforms in the wrapper instead would cost every eager call ~0.07 us.
+torch.library.register_vmap(add_op_namespace_prefix("_img2gray_no_grad"), _vmap_rule(_functional))
 
 
 def _img2gray_backward(ctx: object, grad: Tensor) -> Tensor:
