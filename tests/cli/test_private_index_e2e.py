@@ -423,3 +423,47 @@ def test_control_without_the_pin_pip_would_replace_torch(
     chosen = {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
     assert chosen[PROJECT] == "0.2.0+torch2.13"
     assert not chosen["torch"].startswith(TORCH)
+
+
+@pytest.fixture(scope="module")
+def private_pypiserver(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, list[Path]]) -> Iterator[str]:
+    """pypiserver that asks for USER/PASSWORD before it lists or serves anything, holding the target and the decoys."""
+    folder = tmp_path_factory.mktemp("private-pypiserver")
+    (folder / "packages").mkdir()
+    for wheel in wheels["target"] + wheels["decoys"]:
+        shutil.copy2(wheel, folder / "packages" / wheel.name)
+    with run_pypiserver(folder, authenticate="list,download,update") as url:
+        yield url
+
+
+_LOGGING_WRAPPER = """#!/bin/sh
+printf '%s\\n' "$0 $*" >> {log}
+exec {real} "$@"
+"""
+
+
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_install_command_run_keeps_the_password_off_the_installers_command_line(
+    installer: str, private_pypiserver: str, pip_venv: Path, uv_venv: Path, wheels: dict[str, list[Path]],
+    installer_env: dict[str, str], uv: str, tmp_path: Path,
+) -> None:
+    """`install_command --run` from a private index: any local user can read a process's command line (ps), so the
+    password reaches pip/uv in their environment. Every installer process is started through a wrapper that logs its
+    command line and then execs the real one; the install must succeed and torch stay as it was."""
+    python = pip_venv if installer == "pip" else uv_venv
+    before = _uninstalled(python, uv, installer_env)
+    log, wrappers = tmp_path / "command-lines.log", tmp_path / "bin"
+    wrappers.mkdir()
+    for name, real in (("python", python), ("uv", Path(uv))):
+        (wrappers / name).write_text(_LOGGING_WRAPPER.format(log=log, real=real))
+        (wrappers / name).chmod(0o755)
+    env = {**installer_env, "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}", "KERNELWHEEL_INDEX_PASSWORD": PASSWORD}
+    index = f"http://{USER}@{private_pypiserver.removeprefix('http://')}/simple/"
+    result = _run([sys.executable, "-m", "tools.cli.install_command", PROJECT, "--index-url", index,
+                   "--python", str(wrappers / "python"), "--installer", installer, "--run"],
+                  env=env, cwd=REPO_ROOT, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    command_lines = log.read_text()
+    assert ("uv pip install" if installer == "uv" else "-m pip install") in command_lines, command_lines
+    assert PASSWORD not in command_lines and quote(PASSWORD, safe="") not in command_lines, command_lines
+    _assert_installed_and_runs(python, wheels["target"][0], before)

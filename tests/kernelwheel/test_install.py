@@ -30,7 +30,7 @@ from tools.kernelwheel.errors import DigestMismatch, IndexUnreachable, InvalidWh
 from tools.kernelwheel.index import client
 from tools.kernelwheel.index.client import Candidate
 from tools.kernelwheel.index.writer import write_index
-from tools.kernelwheel.install import Environment, choose_wheels, cuda_compatible, plan_install
+from tools.kernelwheel.install import Environment, choose_wheels, cuda_compatible, plan_install, runnable_command
 from tools.kernelwheel.variants import Backend
 
 TAGS = frozenset({"cp311-abi3-manylinux_2_28_x86_64", "cp39-abi3-manylinux_2_28_x86_64", "py3-none-any"})
@@ -170,6 +170,34 @@ def test_plan_over_http_with_credentials_in_the_url(served: str) -> None:
         plan_install(f"http://reader:wrong@{served}/simple/", "img2gray-cu130", target())
     assert "HTTP 401" in str(caught.value) and "wrong" not in str(caught.value)  # the password is not echoed
 
+
+
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_run_moves_index_urls_with_passwords_into_the_installers_environment(served: str, installer: str) -> None:
+    """What --run starts: no password on the command line (other local users can read it), each password-bearing
+    index in the variable the installer reads instead; the extras move together, in their order."""
+    extras = ["https://pypi.org/simple", "http://mirror:s3cret@127.0.0.1:9/simple/"]
+    plan = plan_install(f"http://reader:pw@{served}/simple/", "img2gray-cu130", target(), installer=installer,
+                        extra_index_urls=extras)  # fmt: skip
+    command, env = runnable_command(plan)
+    prefix = ["/env/bin/python", "-m", "pip"] if installer == "pip" else ["uv", "pip"]
+    head = ["install"] if installer == "pip" else ["install", "--python", "/env/bin/python"]
+    assert command == [*prefix, *head, "img2gray-cu130", "torch==2.14.1"]
+    variable = "PIP" if installer == "pip" else "UV"
+    assert env == {f"{variable}_INDEX_URL": f"http://reader:pw@{served}/simple/torch2.14/",
+                   f"{variable}_EXTRA_INDEX_URL": " ".join(extras)}  # fmt: skip
+
+
+def test_run_leaves_index_urls_without_passwords_on_the_command_line(served: str) -> None:
+    extras = ["https://pypi.org/simple"]
+    plan = plan_install(f"http://reader:pw@{served}/simple/", "img2gray-cu130", target(), extra_index_urls=extras)
+    command, env = runnable_command(plan)
+    assert command == [*plan.argv[:4], "--extra-index-url", extras[0], "img2gray-cu130", "torch==2.14.1"]
+    assert env == {"PIP_INDEX_URL": f"http://reader:pw@{served}/simple/torch2.14/"}
+
+    plan = plan_install(f"http://reader:pw@{served}/simple/", "img2gray-cu130", target())
+    plan.argv[plan.argv.index("--index-url") + 1] = f"http://{served}/simple/torch2.14/"  # as if served openly
+    assert runnable_command(plan) == (plan.argv, {})
 
 def test_torch_requirement_without_pep658_metadata_comes_from_the_wheel(simple: Path) -> None:
     house = simple.parent

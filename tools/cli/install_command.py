@@ -3,8 +3,10 @@ installs a project's wheel for the torch already installed, with torch pinned (`
 
 A password is never printed. It may come from the URL (``http://reader:pw@host/simple/``) or, kept off the command
 line, from ``$KERNELWHEEL_INDEX_PASSWORD`` with ``http://reader@host/simple/``; either way the printed command (and
-``--json``'s argv) says ``"${KERNELWHEEL_INDEX_PASSWORD}"`` where the password goes. Exit status: 0 planned (or
-installed with ``--run``), 1 any error (one ``error:`` line), the installer's own status when ``--run`` fails."""
+``--json``'s argv) says ``"${KERNELWHEEL_INDEX_PASSWORD}"`` where the password goes. ``--run`` hands an index URL
+with a password to the installer in its environment (``PIP_INDEX_URL``/``UV_INDEX_URL``, ``runnable_command``), never
+on its command line, which other local users can read. Exit status: 0 planned (or installed with ``--run``), 1 any
+error (one ``error:`` line), the installer's own status when ``--run`` fails."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from tools.kernelwheel.install import (
     Environment,
     plan_install,
     printable_argv,
+    runnable_command,
     shell_command,
     with_password,
 )
@@ -91,10 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(shell_command(shown))
     if not args.run:
         return 0
-    command = list(plan.argv)
+    command, index_env = runnable_command(plan)  # passwords travel in the installer's environment, not its argv
     if command[0] == "uv":
         command[0] = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
-    returncode = subprocess.run(command).returncode
+    returncode = subprocess.run(command, env={**os.environ, **index_env}).returncode
     try:
         after = Environment.probe(args.python).torch
     except ToolError as exc:

@@ -212,6 +212,7 @@ class InstallPlan:
     argv: list[str]
     rejected: list[WheelRejected]
     reason: str = ""  # why this wheel: the torch it admits, the CUDA rule it passed
+    installer: Installer = "pip"
 
 
 def call_with_deadline(work: Callable[[], T], seconds: float, what: str, shown_s: float | None = None) -> T:
@@ -315,7 +316,7 @@ def _plan_install(
     else:
         argv = ["uv", "pip", "install", "--python", target.python, "--index-url", url, *extra, *requirements]
     return InstallPlan(canonicalize_name(project), best, url, pin, argv, rejected,
-                       _reason(project, best, torch_of.get(best.filename), target))
+                       _reason(project, best, torch_of.get(best.filename), target), installer)
 
 
 def _password_free(url: str, variable: str) -> str:
@@ -351,6 +352,43 @@ def printable_argv(plan: InstallPlan) -> tuple[list[str], list[str]]:
     argv = [_password_free(arg, urls[arg]) if arg in urls else arg for arg in plan.argv]
     variables = [urls[arg] for arg in plan.argv if arg in urls and urlsplit(arg).password is not None]
     return argv, variables
+
+
+# Where each installer reads the two index options from its environment (pip: whitespace-separated extras; uv: the
+# same, as `uv pip install --help` documents).
+_INDEX_ENV = {"pip": ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"), "uv": ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL")}
+
+
+def runnable_command(plan: InstallPlan) -> tuple[list[str], dict[str, str]]:
+    """The plan's command as ``--run`` starts it, and the environment variables to add for it.
+
+    A process's command line is readable by every local user (``ps``, ``/proc/<pid>/cmdline``), its environment only
+    by the same user: an index URL that carries a password leaves the command line for the installer's own variable
+    (``PIP_INDEX_URL``, ``UV_INDEX_URL``). The extra indexes move together when one of them has a password (the
+    installer reads them from one variable); there they take the place of the extras in the caller's environment
+    and, for pip, in its configuration files. Without passwords the command is the plan's own and nothing is added.
+    """
+    index_variable, extras_variable = _INDEX_ENV[plan.installer]
+    pairs = [(i, plan.argv[i + 1]) for i, arg in enumerate(plan.argv) if arg in ("--index-url", "--extra-index-url")]
+    index = [(i, url) for i, url in pairs if plan.argv[i] == "--index-url"]
+    extras = [(i, url) for i, url in pairs if plan.argv[i] == "--extra-index-url"]
+    moved: list[tuple[int, str]] = []
+    env: dict[str, str] = {}
+    if any(_has_password(url) for _, url in index):
+        moved += index
+        env[index_variable] = index[-1][1]
+    if any(_has_password(url) for _, url in extras):
+        moved += extras
+        env[extras_variable] = " ".join(url for _, url in extras)
+    dropped = {i for i, _ in moved} | {i + 1 for i, _ in moved}
+    return [arg for i, arg in enumerate(plan.argv) if i not in dropped], env
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return urlsplit(url).password is not None
+    except ValueError:
+        return False  # check_url refused it before any plan was made
 
 
 def shell_command(argv: Sequence[str]) -> str:
