@@ -592,6 +592,28 @@ def _drip_server(phase: str) -> Iterator[str]:
         thread.join(10)
 
 
+class _FloodHandler(_QuietHandler):
+    """Every page is an index page that never ends, sent as fast as the connection takes it."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = b"<!-- " + b"x" * 65536 + b" -->"
+        with contextlib.suppress(OSError):  # the client hung up
+            while True:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+
+
+def test_a_page_that_never_ends_is_refused_at_64_mib_not_held_in_memory(tmp_path: Path) -> None:
+    """The deadline bounds how long an index can talk; the size limit, what the command holds meanwhile."""
+    with _serve(tmp_path, _FloodHandler) as host:
+        message = _one_error(_command("--index-url", f"http://{host}/simple/", "img2gray-cu130"))
+    assert message == f"error: http://{host}/simple/img2gray-cu130/: the answer is over 64 MiB, refusing it"
+
 @pytest.mark.parametrize("phase", ["status line", "body"])
 def test_a_server_dripping_one_byte_every_5_s_ends_at_the_deadline(phase: str) -> None:
     with _drip_server(phase) as host:

@@ -57,6 +57,7 @@ from tools.kernelwheel.errors import (
     InvalidWheelName,
     ToolError,
 )
+from tools.kernelwheel.index.capped import TooLarge, mount_limit
 from tools.kernelwheel.index.wheels import torch_requirement_from
 from tools.kernelwheel.naming import WheelName, labelled_torch
 
@@ -65,6 +66,9 @@ _TIMEOUT_S = 30
 _HTTP = ("http", "https")
 # A wheel is downloaded (into memory) only when neither a PEP 658 file nor a +torchX.Y label says its torch.
 _MAX_WHEEL_BYTES = 2 << 30
+# A project page or a .metadata file is refused past this size while it is read (PyPI's largest pages are a few MB):
+# the deadline bounds how long an index can talk, this bounds what it can make the tool hold.
+_MAX_PAGE_BYTES = 64 << 20
 _CREDENTIALS = re.compile(r"(//[^/@:]*:)[^/@]*@")
 
 
@@ -138,8 +142,13 @@ def project_url(index_url: str, project: str) -> str:
 # ---------------------------------------------------------------------------------------------------- transport
 
 
-def _client(url: str) -> PyPISimple:
-    """A pypi-simple client for ``url`` (an index root, or a file of it), with the Basic auth its URL carries.
+def _page_too_large(url: str) -> ToolError:
+    return IndexUnreachable(f"{redact(url)}: the answer is over {_MAX_PAGE_BYTES >> 20} MiB, refusing it")
+
+
+def _client(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge = _page_too_large) -> PyPISimple:
+    """A pypi-simple client for ``url`` (an index root, or a file of it), with the Basic auth its URL carries, whose
+    answers are refused past ``max_bytes`` with ``too_large(url)``.
 
     Auth is passed explicitly, so that a ``~/.netrc`` entry does not silently replace it; the session is used
     for this one URL's requests only, so the credentials go nowhere else (requests drops them on a redirect
@@ -147,7 +156,9 @@ def _client(url: str) -> PyPISimple:
     """
     parts = urlsplit(url)
     auth = (unquote(parts.username), unquote(parts.password or "")) if parts.username is not None else None
-    return PyPISimple(endpoint=url, auth=auth)
+    client = PyPISimple(endpoint=url, auth=auth)
+    mount_limit(client.s, max_bytes, too_large)
+    return client
 
 
 def _reason(exc: BaseException) -> str:
@@ -356,15 +367,17 @@ def _wheel(candidate: Candidate) -> bytes:
         return data
     try:
         # In memory, not in a temporary file: a download abandoned at the command's deadline leaves nothing behind.
-        with _client(url) as client, client.s.get(url, stream=True, timeout=_TIMEOUT_S) as response:
+        def too_large(where: str) -> ToolError:
+            return InvalidWheel(f"{redact(where)}: the {what} is over {_MAX_WHEEL_BYTES >> 30} GiB, refusing it")
+
+        with (_client(url, _MAX_WHEEL_BYTES, too_large) as client,
+              client.s.get(url, stream=True, timeout=_TIMEOUT_S) as response):
             if response.status_code == 404:
                 raise missing
             response.raise_for_status()
             received = bytearray()
             for chunk in response.iter_content(1 << 20):
                 received += chunk
-                if len(received) > _MAX_WHEEL_BYTES:
-                    raise InvalidWheel(f"{redact(url)}: the {what} is over {_MAX_WHEEL_BYTES >> 30} GiB, refusing it")
     except ToolError:
         raise
     except requests.RequestException as exc:
