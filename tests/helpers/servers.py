@@ -1,16 +1,17 @@
-"""Servers the tests start on 127.0.0.1 (pypiserver, http.server, olah): a free port, then start, wait, stop; and
-a port that takes connections and never answers."""
+"""Servers the tests start on 127.0.0.1 (pypiserver, http.server, olah): a free port, then start, wait, stop; an
+http.server handler served from a thread of the test process; and a port that takes connections and never answers."""
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import socket
 import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,21 @@ def serving(argv: list[str], ready_url: str, *, log: Path | None = None, cwd: Pa
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+
+@contextlib.contextmanager
+def in_thread(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 by a ThreadingHTTPServer in a daemon thread; yields ``http://127.0.0.1:<port>``
+    and stops the server on leaving (a connection still being answered is left to its daemon thread)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import gzip
 import http.server
-import threading
 from collections.abc import Iterator
 
 import pytest
 import requests
 
+from tests.helpers.servers import in_thread
 from tools.kernelwheel.errors import IndexUnreachable, ToolError
 from tools.kernelwheel.index.capped import mount_limit
 
@@ -49,15 +49,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with in_thread(_Handler) as url:
+        yield url
 
 
 def _too_large(url: str) -> ToolError:

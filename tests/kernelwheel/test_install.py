@@ -25,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tests.helpers import standin_wheels as standin
+from tests.helpers.servers import in_thread
 from tools.cli import install_command
 from tools.kernelwheel.errors import DigestMismatch, IndexUnreachable, InvalidWheel, NoCompatibleWheel, ToolError
 from tools.kernelwheel.index import client
@@ -146,14 +147,8 @@ class _AuthHandler(_QuietHandler):
 @contextlib.contextmanager
 def _serve(root: Path, handler: type[http.server.SimpleHTTPRequestHandler] = _QuietHandler) -> Iterator[str]:
     """``root`` over http.server on loopback; yields ``127.0.0.1:<port>``."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with in_thread(functools.partial(handler, directory=str(root))) as url:
+        yield url.removeprefix("http://")
 
 
 @pytest.fixture

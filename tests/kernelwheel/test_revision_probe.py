@@ -8,9 +8,8 @@ decision back (None) unless the answer is unambiguous.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +19,7 @@ from huggingface_hub import get_hf_file_metadata, hf_hub_url
 from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
 from tests.helpers.hub_fixtures import HubRepos
-from tests.helpers.servers import silent_server
+from tests.helpers.servers import in_thread, silent_server
 from tools.kernelwheel import revision_probe
 from tools.kernelwheel.revision_probe import NO_SUCH_REPOSITORY, TIMED_OUT
 
@@ -106,12 +105,8 @@ class _Scripted(BaseHTTPRequestHandler):
 @pytest.fixture
 def scripted() -> Iterator[tuple[str, type[_Scripted]]]:
     handler = type("Handler", (_Scripted,), {"seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    server.shutdown()
-    server.server_close()
+    with in_thread(handler) as url:
+        yield url, handler
 
 
 @pytest.mark.parametrize(("status", "headers", "expected"), [

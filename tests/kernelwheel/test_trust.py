@@ -11,13 +11,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from huggingface_hub import HfApi
 
+from tests.helpers.servers import in_thread
 from tools.kernelwheel.errors import UntrustedPublisher
 from tools.kernelwheel.trust import TrustPolicy, check_publisher
 
@@ -56,11 +56,8 @@ class _Overviews(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Overviews)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with in_thread(_Overviews) as url:
+        yield url
 
 
 def _policy(trust_remote_code: bool | list[str]) -> TrustPolicy:
