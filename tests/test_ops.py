@@ -476,6 +476,13 @@ def test_vmap_checks_each_sample_is_an_image() -> None:
         torch.vmap(img2gray.img2gray, in_dims=2)(torch.zeros(5, 6, 7, 4))
 
 
+def test_out_under_vmap_is_refused_in_the_callers_terms() -> None:
+    """As torch's own out= ops do under vmap; the message names img2gray's out=, not the private op behind it."""
+    images, out = torch.zeros(4, 5, 6, 3), torch.full((4, 5, 6), -1.0)
+    with pytest.raises(RuntimeError, match=r"^img2gray: out= is not supported under torch\.vmap, as with torch's own"):
+        torch.vmap(lambda image, gray: img2gray.img2gray(image, out=gray))(images, out)
+    assert torch.equal(out, torch.full((4, 5, 6), -1.0))
+
 @pytest.mark.usefixtures("vmap_without_fallback")
 @pytest.mark.parametrize("device", DEVICES)
 def test_gradients_flow_through_vmap(device: str) -> None:

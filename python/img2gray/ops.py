@@ -92,6 +92,10 @@ def _explain(exc: Exception, image: object, out: object) -> Exception:
     message = str(exc)
     if message.startswith("img2gray: expected a strided (dense) image"):
         return TypeError(message)
+    if message.startswith("Batching rule not implemented for ") and "_img2gray_into" in message:
+        # torch names the private op the wrapper's out= path calls; say it in the caller's terms.
+        return RuntimeError("img2gray: out= is not supported under torch.vmap, as with torch's own out= ops; "
+                            "use the returned tensor (img2gray(image)) instead")
     return exc
 
 
