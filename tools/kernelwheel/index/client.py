@@ -57,7 +57,7 @@ from tools.kernelwheel.errors import (
     InvalidWheelName,
     ToolError,
 )
-from tools.kernelwheel.index.capped import TooLarge, mount_limit
+from tools.kernelwheel.index.body_limit import TooLarge, mount_body_limit
 from tools.kernelwheel.index.wheels import torch_requirement_from
 from tools.kernelwheel.naming import WheelName, labelled_torch
 
@@ -157,7 +157,7 @@ def _client(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge = _p
     parts = urlsplit(url)
     auth = (unquote(parts.username), unquote(parts.password or "")) if parts.username is not None else None
     client = PyPISimple(endpoint=url, auth=auth)
-    mount_limit(client.s, max_bytes, too_large)
+    mount_body_limit(client.s, max_bytes, too_large)
     return client
 
 

@@ -1,4 +1,4 @@
-"""tools/kernelwheel/index/capped.py: answers refused past a byte limit, through a real requests session and server."""
+"""tools/kernelwheel/index/body_limit.py: answers refused past a byte limit, through a real requests session and server."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import requests
 
 from tests.helpers.servers import in_thread
 from tools.kernelwheel.errors import IndexUnreachable, ToolError
-from tools.kernelwheel.index.capped import mount_limit
+from tools.kernelwheel.index.body_limit import mount_body_limit
 
 LIMIT = 1 << 20
 
@@ -60,7 +60,7 @@ def _too_large(url: str) -> ToolError:
 @pytest.fixture
 def session() -> Iterator[requests.Session]:
     with requests.Session() as limited:
-        mount_limit(limited, LIMIT, _too_large)
+        mount_body_limit(limited, LIMIT, _too_large)
         yield limited
 
 
@@ -81,6 +81,6 @@ def test_a_larger_answer_is_refused_while_it_is_read(server: str, session: reque
 
 
 def test_a_session_without_the_limit_reads_what_the_limited_one_refuses(server: str) -> None:
-    """The control: the refusals above come from mount_limit, not from the server or requests."""
+    """The control: the refusals above come from mount_body_limit, not from the server or requests."""
     with requests.Session() as plain:
         assert len(plain.get(f"{server}/gzip/{64 * LIMIT}", timeout=10).content) == 64 * LIMIT

@@ -1,7 +1,7 @@
 """HTTP answers read with a byte limit: what an index may make this tool hold in memory.
 
 Every request already has a deadline (``install.call_with_deadline``), but a fast hostile server can send gigabytes
-before it. ``mount_limit`` puts an adapter on a ``requests.Session`` (pypi-simple's ``PyPISimple.s``) whose answers
+before it. ``mount_body_limit`` puts an adapter on a ``requests.Session`` (pypi-simple's ``PyPISimple.s``) whose answers
 refuse to be read past ``limit`` bytes, whether requests reads them whole (``Response.content``, as pypi-simple does
 for pages and ``.metadata`` files) or in chunks (``iter_content``): both go through the raw response's ``stream``.
 The limit counts the bytes after content decoding, so a small gzip bomb is stopped as early as a large body.
@@ -54,7 +54,7 @@ class _LimitedAdapter(HTTPAdapter):
         return response
 
 
-def mount_limit(session: requests.Session, limit: int, too_large: TooLarge) -> None:
+def mount_body_limit(session: requests.Session, limit: int, too_large: TooLarge) -> None:
     """Make every http(s) answer that ``session`` reads refuse bodies over ``limit`` bytes with ``too_large(url)``."""
     adapter = _LimitedAdapter(limit, too_large)
     session.mount("http://", adapter)
