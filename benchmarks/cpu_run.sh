@@ -29,3 +29,8 @@ timeout 50 python3 -m pytest -q -p no:cacheprovider --img2gray-site "$SITE" test
 for pages in huge mixed small; do
   timeout 60 "$DIR"/harness bench "$pages" > "$OUT/harness-bench-$pages.txt" 2>&1
 done
+# The op's float32 rows with the AVX2 paths forced (IMG2GRAY_CPU_ISA narrows the load-time choice), against the
+# default (AVX-512 on that Xeon) above: on 16 threads the harness had AVX2 ahead without streaming (NOTES.md), and
+# the 4K float32 cell is the one short of 1.2x OpenCV there. A dispatch rule would come from this, not the harness.
+IMG2GRAY_CPU_ISA=avx2 PYTHONPATH=$SITE timeout 150 python3 benchmarks/bench_cpu.py --dtype float32 \
+  --json "$OUT/cpu-float32-avx2.json" > "$OUT/bench-cpu-float32-avx2.txt" 2>&1
