@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 namespace img2gray {
@@ -139,21 +140,30 @@ cudaError_t launch_scalar(const T* rgb, T* gray, int64_t pixels, cudaStream_t st
 }
 
 cudaError_t resident_blocks(int device, int* blocks) {
-  // Cached per device: cudaDeviceGetAttribute is cheap but this sits on the per-call path.
-  static int cache[64] = {};
-  int& cached = cache[device % 64];
-  if (cached == 0) {
-    int sms = 0, threads_per_sm = 0;
-    cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err == cudaSuccess) {
-      err = cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device);
+  // Cached per device, since cudaDeviceGetAttribute is cheap but this sits on the per-call path. Threads may race to
+  // fill an entry; they all store the same value, and relaxed atomics make that race defined. Devices past the table
+  // are asked each time rather than sharing an entry.
+  constexpr int kCachedDevices = 64;
+  static std::atomic<int> cache[kCachedDevices] = {};
+  std::atomic<int>* entry = device >= 0 && device < kCachedDevices ? &cache[device] : nullptr;
+  if (entry != nullptr) {
+    if (const int cached = entry->load(std::memory_order_relaxed); cached != 0) {
+      *blocks = cached;
+      return cudaSuccess;
     }
-    if (err != cudaSuccess) {
-      return err;
-    }
-    cached = sms * std::max(1, threads_per_sm / kThreads);
   }
-  *blocks = cached;
+  int sms = 0, threads_per_sm = 0;
+  cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess) {
+    err = cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device);
+  }
+  if (err != cudaSuccess) {
+    return err;
+  }
+  *blocks = sms * std::max(1, threads_per_sm / kThreads);
+  if (entry != nullptr) {
+    entry->store(*blocks, std::memory_order_relaxed);
+  }
   return cudaSuccess;
 }
 
