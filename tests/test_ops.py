@@ -455,7 +455,6 @@ def test_vmap_batches_into_one_call(device: str, dtype: torch.dtype, in_dim: int
                            expected.reshape(2, 2, 5, 6)), overload
 
 
-
 @pytest.mark.usefixtures("vmap_without_fallback")
 @pytest.mark.parametrize("device", DEVICES)
 def test_torch_compile_of_vmap_has_no_graph_break(device: str) -> None:
@@ -464,6 +463,7 @@ def test_torch_compile_of_vmap_has_no_graph_break(device: str) -> None:
     compiled = torch.compile(batched, fullgraph=True)
     images = random_image((5, 6, 4, 3), torch.uint8, device)  # 4 images of (5, 6, 3), batched along dim 2
     assert torch.equal(compiled(images), img2gray.img2gray(images.movedim(2, 0)))
+
 
 @pytest.mark.usefixtures("vmap_without_fallback")
 def test_vmap_checks_each_sample_is_an_image() -> None:
@@ -482,6 +482,7 @@ def test_out_under_vmap_is_refused_in_the_callers_terms() -> None:
     with pytest.raises(RuntimeError, match=r"^img2gray: out= is not supported under torch\.vmap, as with torch's own"):
         torch.vmap(lambda image, gray: img2gray.img2gray(image, out=gray))(images, out)
     assert torch.equal(out, torch.full((4, 5, 6), -1.0))
+
 
 @pytest.mark.usefixtures("vmap_without_fallback")
 @pytest.mark.parametrize("device", DEVICES)

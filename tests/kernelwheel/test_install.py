@@ -166,7 +166,6 @@ def test_plan_over_http_with_credentials_in_the_url(served: str) -> None:
     assert "HTTP 401" in str(caught.value) and "wrong" not in str(caught.value)  # the password is not echoed
 
 
-
 @pytest.mark.parametrize("installer", ["pip", "uv"])
 def test_run_moves_index_urls_with_passwords_into_the_installers_environment(served: str, installer: str) -> None:
     """What --run starts: no password on the command line (other local users can read it), each password-bearing
@@ -193,6 +192,7 @@ def test_run_leaves_index_urls_without_passwords_on_the_command_line(served: str
     plan = plan_install(f"http://reader:pw@{served}/simple/", "img2gray-cu130", target())
     plan.argv[plan.argv.index("--index-url") + 1] = f"http://{served}/simple/torch2.14/"  # as if served openly
     assert runnable_command(plan) == (plan.argv, {})
+
 
 def test_torch_requirement_without_pep658_metadata_comes_from_the_wheel(simple: Path) -> None:
     house = simple.parent
@@ -608,6 +608,7 @@ def test_a_page_that_never_ends_is_refused_at_64_mib_not_held_in_memory(tmp_path
     with _serve(tmp_path, _FloodHandler) as host:
         message = _one_error(_command("--index-url", f"http://{host}/simple/", "img2gray-cu130"))
     assert message == f"error: http://{host}/simple/img2gray-cu130/: the answer is over 64 MiB, refusing it"
+
 
 @pytest.mark.parametrize("phase", ["status line", "body"])
 def test_a_server_dripping_one_byte_every_5_s_ends_at_the_deadline(phase: str) -> None:
