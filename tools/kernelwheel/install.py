@@ -346,12 +346,15 @@ def printable_argv(plan: InstallPlan) -> tuple[list[str], list[str]]:
     """The plan's command with every password replaced by ``${KERNELWHEEL_INDEX_PASSWORD}`` (the index URL's) or
     ``${KERNELWHEEL_EXTRA_INDEX_PASSWORD_<n>}`` (the n-th extra index's), and the names of the variables it uses."""
     urls = {plan.index_url: PASSWORD_ENV}
-    extras = [plan.argv[i + 1] for i, arg in enumerate(plan.argv) if arg == "--extra-index-url"]
-    for number, extra in enumerate(extras, start=1):
+    for number, extra in enumerate(_extra_index_urls(plan), start=1):
         urls.setdefault(extra, EXTRA_PASSWORD_ENV.format(number))
     argv = [_password_free(arg, urls[arg]) if arg in urls else arg for arg in plan.argv]
-    variables = [urls[arg] for arg in plan.argv if arg in urls and urlsplit(arg).password is not None]
+    variables = [urls[arg] for arg in plan.argv if arg in urls and _has_password(arg)]
     return argv, variables
+
+
+def _extra_index_urls(plan: InstallPlan) -> list[str]:
+    return [plan.argv[i + 1] for i, arg in enumerate(plan.argv) if arg == "--extra-index-url"]
 
 
 # Where each installer reads the two index options from its environment (pip: whitespace-separated extras; uv: the
@@ -369,19 +372,23 @@ def runnable_command(plan: InstallPlan) -> tuple[list[str], dict[str, str]]:
     and, for pip, in its configuration files. Without passwords the command is the plan's own and nothing is added.
     """
     index_variable, extras_variable = _INDEX_ENV[plan.installer]
-    pairs = [(i, plan.argv[i + 1]) for i, arg in enumerate(plan.argv) if arg in ("--index-url", "--extra-index-url")]
-    index = [(i, url) for i, url in pairs if plan.argv[i] == "--index-url"]
-    extras = [(i, url) for i, url in pairs if plan.argv[i] == "--extra-index-url"]
-    moved: list[tuple[int, str]] = []
+    extras = _extra_index_urls(plan)
     env: dict[str, str] = {}
-    if any(_has_password(url) for _, url in index):
-        moved += index
-        env[index_variable] = index[-1][1]
-    if any(_has_password(url) for _, url in extras):
-        moved += extras
-        env[extras_variable] = " ".join(url for _, url in extras)
-    dropped = {i for i, _ in moved} | {i + 1 for i, _ in moved}
-    return [arg for i, arg in enumerate(plan.argv) if i not in dropped], env
+    moved: set[str] = set()
+    if _has_password(plan.index_url):
+        env[index_variable] = plan.index_url
+        moved.add("--index-url")
+    if any(_has_password(url) for url in extras):
+        env[extras_variable] = " ".join(extras)
+        moved.add("--extra-index-url")
+    command: list[str] = []
+    words = iter(plan.argv)
+    for word in words:
+        if word in moved:
+            next(words)  # the option's URL leaves with it
+        else:
+            command.append(word)
+    return command, env
 
 
 def _has_password(url: str) -> bool:
