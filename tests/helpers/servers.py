@@ -1,5 +1,6 @@
 """Servers the tests start on 127.0.0.1 (pypiserver, http.server, olah): a free port, then start, wait, stop; an
-http.server handler served from a thread of the test process; and a port that takes connections and never answers."""
+http.server handler served from a thread of the test process; a body that never ends; and a port that takes
+connections and never answers."""
 
 from __future__ import annotations
 
@@ -77,6 +78,19 @@ def in_thread(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Ite
     finally:
         server.shutdown()
         server.server_close()
+
+
+def send_endless_body(handler: http.server.BaseHTTPRequestHandler, chunk: bytes,
+                      content_type: str = "application/octet-stream") -> None:
+    """Answer 200 with a chunked body of ``chunk`` repeated for ever, as fast as the client reads, until it hangs
+    up (what a size limit is for); ``handler`` must speak HTTP/1.1."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    with contextlib.suppress(OSError):  # the client hung up
+        while True:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
 
 
 @dataclass

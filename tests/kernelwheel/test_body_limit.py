@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from tests.helpers.servers import in_thread
+from tests.helpers.servers import in_thread, send_endless_body
 from tools.kernelwheel.errors import IndexUnreachable, ToolError
 from tools.kernelwheel.index.body_limit import mount_body_limit
 
@@ -29,14 +29,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         kind, _, size = self.path.strip("/").partition("/")
         if kind == "endless":
-            self.send_response(200)
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            chunk = b"x" * 65536
-            with contextlib.suppress(OSError):  # the client hung up: what the limit is for
-                while True:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            return
+            return send_endless_body(self, b"x" * 65536)
         body = b"y" * int(size) if kind == "exact" else gzip.compress(bytes(int(size)))
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))

@@ -25,7 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tests.helpers import standin_wheels as standin
-from tests.helpers.servers import in_thread
+from tests.helpers.servers import in_thread, send_endless_body
 from tools.cli import install_command
 from tools.kernelwheel.errors import DigestMismatch, IndexUnreachable, InvalidWheel, NoCompatibleWheel, ToolError
 from tools.kernelwheel.index import client
@@ -592,14 +592,7 @@ class _FloodHandler(_QuietHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        chunk = b"<!-- " + b"x" * 65536 + b" -->"
-        with contextlib.suppress(OSError):  # the client hung up
-            while True:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        send_endless_body(self, b"<!-- " + b"x" * 65536 + b" -->", "text/html")
 
 
 def test_a_page_that_never_ends_is_refused_at_64_mib_not_held_in_memory(tmp_path: Path) -> None:
