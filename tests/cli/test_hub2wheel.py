@@ -359,6 +359,34 @@ def test_jobs_must_be_positive(flat_repo: Path, tmp_path: Path, capsys: pytest.C
     assert exit_info.value.code == 2 and "--jobs must be at least 1, got 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["org/"], "SOURCE: expected a Hub repository id of the form org/name, got 'org/': Repo id must use "
+                   "alphanumeric chars, '-', '_' or '.'. The name cannot start or end with '-' or '.' and the "
+                   "maximum length is 96 (and no directory of that name exists)"),
+        (["a/b/c"], "SOURCE: expected a Hub repository id of the form org/name, got 'a/b/c' (and no directory of "
+                    "that name exists)"),
+        (["org/img2gray", "--trust-repo", "org/a--b"],
+         "--trust-repo: expected a Hub repository id of the form org/name, got 'org/a--b': Cannot have -- or .. in "
+         "repo_id"),
+        (["org/img2gray", "--revision", ""], "--revision: expected a branch, tag or commit, got ''"),
+        (["img2gray", "--lock", "kernels.lock"],
+         "SOURCE (with --lock): expected a Hub repository id of the form org/name, got 'img2gray'"),
+    ],
+)
+def test_bad_repo_ids_and_revisions_are_usage_errors_before_any_request(
+        argv: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)  # no folder of these names here
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # a request would fail with exit 1, not a usage error
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--out", str(tmp_path / "wh")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.splitlines()[-1] == f"python -m tools.hub2wheel: error: {message}", err
+    assert not (tmp_path / "wh").exists()
+
+
 def test_ctrl_c_leaves_only_complete_wheels(tmp_path: Path, so_cache: Path) -> None:
     # Large, compressible (4 bits per byte) extensions: each wheel takes a while to deflate, so SIGINT lands
     # while wheels are being written.

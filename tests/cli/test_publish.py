@@ -136,6 +136,24 @@ def test_round_trip_source_hub_wheel_pip(tmp_path: Path, so_cache: Path, monkeyp
 # --- dry run ---------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(("repo_id", "problem"), [
+    ("img2gray", "got 'img2gray'"),
+    ("org/a..b", "got 'org/a..b': Cannot have -- or .. in repo_id"),
+    ("org/x.git", "got 'org/x.git': Repo_id cannot end by '.git'"),  # the old pattern let these two through
+])
+def test_a_bad_repository_id_is_a_usage_error(repo_id: str, problem: str, tmp_path: Path, so_cache: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    remote, build = make_remote(tmp_path / "mirrors"), tmp_path / "build"
+    make_build(build, so_cache, CPU_VARIANT)
+    before = refs(remote)
+    with pytest.raises(SystemExit) as exit_info:
+        main([repo_id, "--version", "0.1.0", "--build-dir", str(build), "--git-remote", str(remote)])
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert exit_info.value.code == 2
+    assert err == f"python -m tools.cli.publish: error: REPO_ID: expected a Hub repository id of the form org/name, {problem}"
+    assert refs(remote) == before
+
+
 def test_dry_run_writes_nothing(tmp_path: Path, so_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     remote = make_remote(tmp_path / "mirrors")
     build = make_build(tmp_path / "build", so_cache, CPU_VARIANT, NOARCH)

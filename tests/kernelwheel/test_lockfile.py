@@ -54,7 +54,7 @@ def test_parse_errors(data: str, reason: str) -> None:
         parse_lockfile(data)
 
 
-def _old_format(repo_id: str = "org/relu", variant: str = "torch210-cxx11-cu128-x86_64-linux") -> str:
+def _old_format(repo_id: object = "org/relu", variant: str = "torch210-cxx11-cu128-x86_64-linux") -> str:
     return json.dumps([{"repo_id": repo_id, "sha": SHA, "variants": {variant: {"hash": HASH}}}])
 
 
@@ -69,10 +69,13 @@ def _old_format(repo_id: str = "org/relu", variant: str = "torch210-cxx11-cu128-
         (_old_format(variant=".."), "variant '..' is not a plain folder name"),
         (_old_format(variant="*"), "variant '*' is not"),  # would become the download pattern build/*/*
         (_old_format(variant="torch２１０-cxx11-cu128-x86_64-linux"), "is not a plain folder name"),
-        (_old_format(repo_id="../relu"), "repo_id '../relu' is not a Hub repo id"),
-        (_old_format(repo_id="org/re lu"), "is not a Hub repo id"),
+        (_old_format(repo_id="../relu"), "entry 0: repo_id: expected a Hub repository id of the form org/name, "
+         "got '../relu': Repo id must use alphanumeric chars"),
+        (_old_format(repo_id="org/re lu"), "got 'org/re lu': Repo id must use alphanumeric chars"),
+        (_old_format(repo_id="relu"), "entry 0: repo_id: expected a Hub repository id of the form org/name, got 'relu'"),
+        (_old_format(repo_id=["org/relu"]), "entry 0: repo_id must be a string, got list"),
         (json.dumps([{"dependency": {"repo-id": "../x", "version": 1}, "lock": {"commit": SHA}}]),
-         "repo_id '../x' is not a Hub repo id"),
+         "repo_id: expected a Hub repository id of the form org/name, got '../x'"),
         ('[{"repo_id": "x/y", "sha": "' + SHA + '\\n", "variants": {}}]', "40-hex-digit"),
     ],
 )

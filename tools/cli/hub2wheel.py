@@ -30,6 +30,7 @@ from tools.kernelwheel.dependency_tree import convert_with_dependencies
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.kernel_depends import Dependency
 from tools.kernelwheel.naming import parse_version, validate_kernel_name
+from tools.kernelwheel.repo_id import repo_id_problem
 from tools.kernelwheel.selection import VariantFilter
 from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments
 from tools.kernelwheel.sources import dependency_source, hub_source, local_source, lock_sources
@@ -102,14 +103,25 @@ def build_parser() -> argparse.ArgumentParser:
 def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: hub.HubSettings,
              trust: TrustPolicy, console: Console) -> Iterable[Source]:
     if args.lock:
+        if args.source is not None:
+            _check_repo_id(parser, "SOURCE (with --lock)", args.source)
         return lock_sources(settings, Path(args.lock), repo_id=args.source, trust=trust, console=console)
     local = Path(args.source)
     if local.is_dir() or args.source.startswith((".", "/")):
         if args.revision or args.version:
             parser.error("--revision/--version apply to Hub repositories, not to a local directory")
         return [local_source(local)]
+    problem = repo_id_problem(args.source)
+    if problem is not None:
+        parser.error(f"SOURCE: {problem} (and no directory of that name exists)")
     return [hub_source(settings, args.source, revision=args.revision, version_spec=args.version,
                        variant_globs=args.variant, trust=trust, console=console)]
+
+
+def _check_repo_id(parser: argparse.ArgumentParser, what: str, repo_id: str) -> None:
+    problem = repo_id_problem(repo_id)
+    if problem is not None:
+        parser.error(f"{what}: {problem}")
 
 
 def _print_report(report: Report, console: Console) -> None:
@@ -133,6 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             validate_kernel_name(args.dist_name)
     except ToolError as exc:
         parser.error(str(exc))
+    for repo_id in args.trust_repo:
+        _check_repo_id(parser, "--trust-repo", repo_id)
+    if args.revision == "":
+        parser.error("--revision: expected a branch, tag or commit, got ''")
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,9 +14,9 @@ from tools.kernelwheel.publish.git import GitTransport
 from tools.kernelwheel.publish.hub import HubTransport
 from tools.kernelwheel.publish.plan import Transport
 from tools.kernelwheel.publish.release import publish
+from tools.kernelwheel.repo_id import repo_id_problem
 
 REPO_TYPES = ("model", "kernel", "dataset", "space")
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 EPILOG = """\
@@ -57,8 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = make_console()
     if args.git_remote and args.repo_type:
         parser.error("--repo-type applies to the Hub; a --git-remote has no repository type")
-    if not _REPO_ID.match(args.repo_id):
-        parser.error(f"repository id {args.repo_id!r} is not of the form org/name")
+    problem = repo_id_problem(args.repo_id)
+    if problem is not None:
+        parser.error(f"REPO_ID: {problem}")
     try:
         transport: Transport
         if args.git_remote:
