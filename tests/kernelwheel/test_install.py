@@ -27,7 +27,14 @@ from packaging.version import Version
 from tests.helpers import standin_wheels as standin
 from tests.helpers.servers import in_thread, send_endless_body
 from tools.cli import install_command
-from tools.kernelwheel.errors import DigestMismatch, IndexUnreachable, InvalidWheel, NoCompatibleWheel, ToolError
+from tools.kernelwheel.errors import (
+    DigestMismatch,
+    IndexUnreachable,
+    InvalidProjectName,
+    InvalidWheel,
+    NoCompatibleWheel,
+    ToolError,
+)
 from tools.kernelwheel.index import client
 from tools.kernelwheel.index.client import Candidate
 from tools.kernelwheel.index.writer import write_index
@@ -122,6 +129,23 @@ def test_missing_torch_combination_is_a_clear_error(simple: Path) -> None:
 def test_unknown_project_is_a_clear_error(simple: Path) -> None:
     with pytest.raises(NoCompatibleWheel, match="the index has no page for this project"):
         plan_install(simple.as_uri() + "/", "img2gray-cu999", target())
+
+
+@pytest.mark.parametrize("project", ["img2gray-cu130>=0.2", "img2gray-cu130[extra]", "img 2gray", "-img2gray", ""])
+def test_a_project_that_is_not_a_distribution_name_is_refused_before_any_request(project: str) -> None:
+    # an unreachable index: had the name been let through, this would be IndexUnreachable
+    with pytest.raises(InvalidProjectName, match=re.escape(f"expected a distribution name such as img2gray-cu130 "
+                                                           f"(no version, extras or spaces: the wheel is chosen for "
+                                                           f"the target's torch), got {project!r}")):
+        plan_install("http://127.0.0.1:9/simple/", project, target())
+
+
+def test_the_command_takes_a_bad_project_name_as_a_usage_error() -> None:
+    result = _command("--index-url", "http://127.0.0.1:9/simple/", "img2gray-cu130==0.1.0")
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr.splitlines()[-1] == (
+        "python -m tools.cli.install_command: error: project: expected a distribution name such as img2gray-cu130 "
+        "(no version, extras or spaces: the wheel is chosen for the target's torch), got 'img2gray-cu130==0.1.0'")
 
 
 def test_unreachable_index_is_a_clear_error() -> None:

@@ -29,6 +29,7 @@ from tools.kernelwheel.install import (
     DEFAULT_DEADLINE_S,
     PASSWORD_ENV,
     Environment,
+    check_project_name,
     plan_install,
     printable_argv,
     runnable_command,
@@ -58,7 +59,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        check_project_name(args.project)  # a usage error, before the target is probed
+    except ToolError as exc:
+        parser.error(f"project: {exc}")
     console = make_console()
     index_url = with_password(args.index_url, os.environ.get(PASSWORD_ENV))
     deadline = time.monotonic() + args.timeout  # one deadline for probing the target and reading the index

@@ -95,6 +95,10 @@ class InvalidIndexUrl(ToolError, ValueError):
     or a ``file:`` link on a remote page."""
 
 
+class InvalidProjectName(ToolError, ValueError):
+    """A project to install that is not a distribution name (a requirement with a version, extras or spaces)."""
+
+
 class IndexUnreachable(ToolError):
     """A package index page that could not be fetched (server down, wrong URL, refused credentials)."""
 

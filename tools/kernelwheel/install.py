@@ -39,10 +39,16 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import packaging
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import Version
 
-from tools.kernelwheel.errors import IndexUnreachable, InvalidVariantName, NoCompatibleWheel, ToolError
+from tools.kernelwheel.errors import (
+    IndexUnreachable,
+    InvalidProjectName,
+    InvalidVariantName,
+    NoCompatibleWheel,
+    ToolError,
+)
 from tools.kernelwheel.index.client import Candidate, check_url, list_candidates, redact, torch_requirement_of
 from tools.kernelwheel.naming import torch_label, torch_minor
 from tools.kernelwheel.variants import Backend
@@ -246,6 +252,15 @@ def call_with_deadline(work: Callable[[], T], seconds: float, what: str, shown_s
     return outcome[0]
 
 
+def check_project_name(project: str) -> None:
+    """Raise ``InvalidProjectName`` unless ``project`` is a distribution name (PEP 508, as packaging checks it)."""
+    try:
+        canonicalize_name(project, validate=True)
+    except InvalidName:
+        raise InvalidProjectName(f"expected a distribution name such as img2gray-cu130 (no version, extras or "
+                                 f"spaces: the wheel is chosen for the target's torch), got {project!r:.120}") from None
+
+
 def plan_install(
     index_url: str,
     project: str,
@@ -263,6 +278,7 @@ def plan_install(
     ``InvalidIndexUrl`` for a malformed URL, and another ``ToolError`` (``DigestMismatch``, ``InvalidWheel``, a
     refused ``file:`` link) when what it serves cannot be trusted; nothing is installed in any of these cases.
     """
+    check_project_name(project)
     check_url(index_url)
     for extra in extra_index_urls:
         check_url(extra, what="extra index URL", schemes=("http", "https", "file"))
