@@ -196,3 +196,7 @@ def test_verify_wheel_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytes
     assert rc == 1 and err == f"error: {tmp_path / 'missing.whl'}: no such wheel file\n"
     rc, _, err = _run(verify_wheel.main, ["packaging"], capsys)  # installed, but no bundle
     assert rc == 1 and "no <package>/metadata.json.sigstore installed" in err
+    junk = tmp_path / "junk-1.0-py3-none-any.whl"
+    junk.write_bytes(b"not a zip")  # was a zipfile.BadZipFile traceback
+    rc, _, err = _run(verify_wheel.main, [str(junk)], capsys)
+    assert rc == 1 and err == f"error: {junk}: not a readable wheel (zip archive): zipfile.BadZipFile: File is not a zip file\n"

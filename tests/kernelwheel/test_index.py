@@ -316,7 +316,7 @@ def test_an_unreadable_wheel_is_one_line_naming_it_and_the_index_is_unchanged(
         bad = wheelhouse / "junk-1.0-py3-none-any.whl"
         with zipfile.ZipFile(bad, "w") as archive:
             archive.writestr("junk/__init__.py", "")
-        expected = f"{bad}: cannot be read as a wheel: Missing junk-1.0.dist-info/RECORD file"
+        expected = f"{bad.name}: cannot be read as a wheel: Missing junk-1.0.dist-info/RECORD file"
     message = _error_line(_run_index(wheelhouse))
     assert message == f"error: cannot index {wheelhouse}:\n  {expected}" or message.startswith(
         f"error: cannot index {wheelhouse}:\n  {expected}"

@@ -84,6 +84,40 @@ def test_read_wheel_refuses_a_tampered_file(tmp_path: Path) -> None:
         read_wheel(tampered)
 
 
+@pytest.mark.parametrize(("damage", "reason"), [
+    ("truncated", "zipfile.BadZipFile: File is not a zip file"),
+    ("corrupt deflate", "zlib.error: Error -3 while decompressing data"),
+    ("unknown compression", "NotImplementedError: That compression method is not supported"),
+])
+def test_read_wheel_says_in_one_line_that_a_damaged_zip_is_unreadable(damage: str, reason: str,
+                                                                      tmp_path: Path) -> None:
+    path = write_wheel(contents(), tmp_path)
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        member = next(i for i in archive.infolist() if i.compress_type == zipfile.ZIP_DEFLATED and i.compress_size > 8)
+    start = member.header_offset + 30 + len(member.filename.encode()) + len(member.extra)  # after its local header
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "corrupt deflate":
+        data[start : start + 4] = b"\xff\xff\xff\xff"
+    else:  # compression method 99 in the local and central headers (AES in WinZip; nothing zipfile reads)
+        data[member.header_offset + 8 : member.header_offset + 10] = (99).to_bytes(2, "little")
+        central = _central_header(data, member.filename)
+        data[central + 10 : central + 12] = (99).to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(InvalidWheel) as info:
+        read_wheel(path, "the wheel")
+    assert str(info.value).startswith(f"the wheel: not a readable wheel (zip archive): {reason}"), info.value
+
+
+def _central_header(data: bytearray, filename: str) -> int:
+    """Where the central directory entry of ``filename`` starts."""
+    offset = data.index(b"PK\x01\x02")
+    while data[offset + 46 : offset + 46 + len(filename)] != filename.encode():
+        offset = data.index(b"PK\x01\x02", offset + 4)
+    return offset
+
+
 def _random_file(path: Path, size: int, seed: int = 0) -> Path:
     rng = random.Random(seed)
     with path.open("wb") as fh:

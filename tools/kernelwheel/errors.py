@@ -11,6 +11,14 @@ class ToolError(Exception):
     """Base class of every error caused by the user's input or environment."""
 
 
+def one_line(exc: BaseException) -> str:
+    """``exc`` as ``Type: message`` on one line (a library's exception type qualified by its module), for an error
+    message that quotes what went wrong underneath."""
+    kind = type(exc)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    return " ".join(f"{name}: {exc}".split())
+
+
 class InvalidWheelName(ToolError, ValueError):
     """A distribution name, version or tag that cannot go into a wheel."""
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic
-from zipfile import ZIP_DEFLATED, ZIP_STORED, BadZipFile, ZipFile, ZipInfo
+from zipfile import ZIP_DEFLATED, ZIP_STORED, BadZipFile, LargeZipFile, ZipFile, ZipInfo
 
 from packaging.metadata import Metadata, RawMetadata, parse_email
 from packaging.requirements import Requirement
@@ -35,7 +35,7 @@ from wheel.wheelfile import WheelError, WheelFile, urlsafe_b64encode
 
 from tools.kernelwheel.atomic import atomic_path, temporary_directory
 from tools.kernelwheel.digests import checked_digest, file_digest
-from tools.kernelwheel.errors import InvalidWheel
+from tools.kernelwheel.errors import InvalidWheel, one_line
 from tools.kernelwheel.naming import WheelName
 
 # 1980-01-02: the earliest date a zip file holds in every timezone.
@@ -289,8 +289,16 @@ def write_wheel(contents: WheelContents[Member], out_dir: Path) -> Path:
     return write_wheel_if_changed(contents, out_dir).path
 
 
-def read_wheel(path: Path) -> WheelContents:
-    """Read a wheel, checking every file against its RECORD hash."""
+# What reading a damaged or hostile zip raises besides WheelError: a truncated or foreign file, corrupt deflate data,
+# an unsupported compression method or an encrypted member (NotImplementedError, RuntimeError), undecodable names.
+UNREADABLE_ZIP_ERRORS = (BadZipFile, LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
+                         UnicodeError, OSError)
+UNREADABLE_ZIP = "not a readable wheel (zip archive):"
+
+
+def read_wheel(path: Path, label: str | None = None) -> WheelContents:
+    """Read a wheel, checking every file against its RECORD hash; ``label`` names it in errors (default: the path)."""
+    label = label or str(path)
     try:
         name = WheelName.parse(path.name)
         with WheelFile(path) as wheel:
@@ -301,13 +309,15 @@ def read_wheel(path: Path) -> WheelContents:
                 if not info.is_dir() and info.filename != wheel.record_path
             }
     except (WheelError, OSError, KeyError) as exc:
-        raise InvalidWheel(f"{path}: cannot be read as a wheel: {exc}") from None
+        raise InvalidWheel(f"{label}: cannot be read as a wheel: {exc}") from None
+    except UNREADABLE_ZIP_ERRORS as exc:
+        raise InvalidWheel(f"{label}: {UNREADABLE_ZIP} {one_line(exc)}") from None
     metadata_path = f"{dist_info}/METADATA"
     if metadata_path not in files:
-        raise InvalidWheel(f"{path}: has no {metadata_path}")
+        raise InvalidWheel(f"{label}: has no {metadata_path}")
     raw, unparsed = parse_email(files.pop(metadata_path))
     if unparsed:
-        raise InvalidWheel(f"{path}: METADATA has fields packaging cannot read: {sorted(unparsed)}")
+        raise InvalidWheel(f"{label}: METADATA has fields packaging cannot read: {sorted(unparsed)}")
     wheel_meta = files.pop(f"{dist_info}/WHEEL", b"").decode()
     purelib = "Root-Is-Purelib: true" in wheel_meta
     # Files of the old .dist-info (licenses, entry points) move to the new name when the wheel is renamed.

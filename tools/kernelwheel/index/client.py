@@ -56,6 +56,7 @@ from tools.kernelwheel.errors import (
     InvalidWheel,
     InvalidWheelName,
     ToolError,
+    one_line,
 )
 from tools.kernelwheel.index.body_limit import TooLarge, mount_body_limit
 from tools.kernelwheel.index.wheels import torch_requirement_from
@@ -272,16 +273,12 @@ def _project_page(index_url: str, project: str) -> ProjectPage | None:
     except UnsupportedRepoVersionError as exc:
         raise IndexUnreachable(f"{redact(page_url)}: {exc}") from None
     except ValueError as exc:  # a link pypi-simple cannot join to the page URL; urllib3's URL errors; bad JSON
-        raise IndexUnreachable(f"{redact(page_url)}: not a readable index page ({_one_line(exc)})") from None
+        raise IndexUnreachable(f"{redact(page_url)}: not a readable index page ({one_line(exc)})") from None
 
 
 def _printable(text: str) -> str:
     """``text`` as is, or as ``ascii()`` when it holds a newline or another character a one-line message can't show."""
     return text if text.isprintable() and text else ascii(text)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def list_candidates(index_url: str, project: str) -> list[Candidate] | None:
@@ -351,7 +348,7 @@ def _metadata(candidate: Candidate) -> bytes | None:
     except requests.RequestException as exc:
         raise _unreachable(url, exc) from None
     except ValueError as exc:  # urllib3's URL errors (an invalid host the page's link names)
-        raise IndexUnreachable(f"{redact(url)}: {_one_line(exc)}") from None
+        raise IndexUnreachable(f"{redact(url)}: {one_line(exc)}") from None
 
 
 def _wheel(candidate: Candidate) -> bytes:
@@ -383,7 +380,7 @@ def _wheel(candidate: Candidate) -> bytes:
     except requests.RequestException as exc:
         raise _unreachable(url, exc) from None
     except ValueError as exc:
-        raise IndexUnreachable(f"{redact(url)}: {_one_line(exc)}") from None
+        raise IndexUnreachable(f"{redact(url)}: {one_line(exc)}") from None
     _check_local(bytes(received), candidate.digests, url, what)
     return bytes(received)
 

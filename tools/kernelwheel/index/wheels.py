@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 import zipfile
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +15,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel.errors import InvalidWheel
+from tools.kernelwheel.errors import InvalidWheel, one_line
 from tools.kernelwheel.naming import WheelName, labelled_torch, torch_minor
-from tools.kernelwheel.wheelfile import read_wheel
+from tools.kernelwheel.wheelfile import UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, read_wheel
 
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
 _MAX_PATCH = 99
@@ -27,8 +26,6 @@ _PEP508_NAME = re.compile(r"[A-Z0-9](?:[A-Z0-9._-]*[A-Z0-9])?", re.ASCII | re.IG
 _NAME_MAX = 255  # bytes of one file name (ext4, xfs, tmpfs)
 # What reading a hostile zip can raise besides InvalidWheel: bad headers, corrupt deflate data, truncation, an
 # unsupported compression method or an encrypted member, names or METADATA that are not UTF-8.
-_UNREADABLE = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
-               UnicodeError, OSError)
 
 
 def admits_torch_minor(specifier: SpecifierSet | None, minor: Version) -> bool:
@@ -122,12 +119,6 @@ def check_project_name(name: str, filename: str) -> None:
         )
 
 
-def _one_line(exc: BaseException) -> str:
-    kind = type(exc)
-    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
-    return " ".join(f"{name}: {exc}".split())
-
-
 def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
     """Validate a wheel (a readable zip, PEP 508 name, RECORD hashes, METADATA name/version = filename, torch label =
     torch requirement); every problem is one ``InvalidWheel`` line naming the file."""
@@ -135,12 +126,10 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
     if len((path.name + ".metadata").encode()) > _NAME_MAX:
         raise InvalidWheel(f"{path.name}: the name is too long for its .metadata file (over {_NAME_MAX} bytes)")
     try:
-        contents = read_wheel(path)  # raises InvalidWheel on a bad RECORD or METADATA
+        contents = read_wheel(path, path.name)  # raises InvalidWheel on a bad zip, RECORD or METADATA
         metadata = _metadata_bytes(path)
-    except InvalidWheel:
-        raise
-    except _UNREADABLE as exc:
-        raise InvalidWheel(f"{path.name}: not a readable wheel (zip archive): {_one_line(exc)}") from None
+    except UNREADABLE_ZIP_ERRORS as exc:
+        raise InvalidWheel(f"{path.name}: {UNREADABLE_ZIP} {one_line(exc)}") from None
     name = contents.name
     raw, _ = parse_email(metadata)
     meta_name, meta_version = raw.get("name", ""), raw.get("version", "")
