@@ -170,6 +170,22 @@ def test_credentials_in_the_repository_url_are_refused(tmp_path: Path) -> None:
     assert "error: repository URL http://u:***@127.0.0.1:9/ carries credentials" in result.stderr
 
 
+@pytest.mark.parametrize(("url", "problem"), [
+    ("file:///srv/simple/", "its scheme is file: (usable here: http:, https:)"),
+    ("http://[::1/", "it cannot be parsed (Invalid IPv6 URL)"),
+])
+def test_an_unusable_repository_url_names_the_upload_url_form(url: str, problem: str, tmp_path: Path) -> None:
+    wheel = standin.write_standin(tmp_path, torch="2.14")
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.cli.upload", "--repository-url", url, str(wheel)],
+        capture_output=True, text=True, cwd=REPO_ROOT, env=_env(), timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1 and result.stdout == "", result
+    assert result.stderr.splitlines() == [
+        f"error: repository URL {url} is not usable: {problem}; expected the index's upload URL, "
+        "http(s)://host[:port]/ (pypiserver) or .../legacy/ (PyPI, devpi)"]
+
+
 def test_check_only_validates_without_uploading(tmp_path: Path) -> None:
     wheel = standin.write_standin(tmp_path, torch="2.14")
     ok = subprocess.run([sys.executable, "-m", "tools.cli.upload", "--check-only", str(wheel)],

@@ -127,12 +127,16 @@ def _url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
     return None
 
 
-def check_url(url: str, *, what: str = "index URL", schemes: tuple[str, ...] = (*_HTTP, "file")) -> str:
-    """``url`` if it is usable (parses, known scheme, a valid host and port for http(s)), else ``InvalidIndexUrl``."""
+INDEX_URL_FORM = "http(s)://host[:port]/.../simple/ or file:///path/to/simple/"
+
+
+def check_url(url: str, *, what: str = "index URL", schemes: tuple[str, ...] = (*_HTTP, "file"),
+              expected: str = INDEX_URL_FORM) -> str:
+    """``url`` if it is usable (parses, known scheme, a valid host and port for http(s)), else ``InvalidIndexUrl``
+    saying what is wrong and the ``expected`` form."""
     problem = _url_problem(url, schemes)
     if problem is not None:
-        raise InvalidIndexUrl(f"{what} {_printable(redact(url))} is not usable: {problem}; expected "
-                              "http(s)://host[:port]/.../simple/ or file:///path/to/simple/")
+        raise InvalidIndexUrl(f"{what} {_printable(redact(url))} is not usable: {problem}; expected {expected}")
     return url
 
 

@@ -68,7 +68,8 @@ def upload(
 ) -> list[IndexedWheel]:
     """Validate every wheel (``check_wheels``), then ``twine upload`` them all; ``PublishFailed`` when twine fails
     (its own output, on the terminal, says why)."""
-    check_url(repository_url, what="repository URL", schemes=("http", "https"))
+    check_url(repository_url, what="repository URL", schemes=("http", "https"),
+              expected="the index's upload URL, http(s)://host[:port]/ (pypiserver) or .../legacy/ (PyPI, devpi)")
     if urlsplit(repository_url).username is not None:
         raise PublishFailed(
             f"repository URL {redact(repository_url)} carries credentials; pass --username and put the password "
