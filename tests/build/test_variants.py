@@ -24,6 +24,7 @@ from tests.helpers.hub_fixtures import REPO_ROOT, olah_server, pip_install_by_na
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.build.variants import TorchEnv, build_id, plan_variants
 from tools.kernelwheel.digests import verify_digest
+from tools.kernelwheel.errors import BuildFailed
 from tools.kernelwheel.layout import collect_files, read_metadata
 from tools.kernelwheel.naming import WheelName
 from tools.kernelwheel.publish.git import GitTransport
@@ -73,6 +74,13 @@ def run_json(python: Path | str, script: str, *args: str) -> dict[str, object]:
     result = subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True, cwd="/")
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_an_interpreter_that_is_not_a_torch_python_is_one_line() -> None:
+    with pytest.raises(BuildFailed) as info:
+        TorchEnv.probe(Path("/usr/bin/true"))  # runs, exits 0, prints nothing: was a KeyError traceback
+    assert str(info.value) == ("--torch-env /usr/bin/true: expected a Python that runs tools/build/torch_probe.py and "
+                               "prints torch's VERSION and CUDA; it printed ''")
 
 
 def test_plan_collapses_the_torch_axis_for_the_stable_abi() -> None:

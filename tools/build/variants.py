@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 from rich.markup import escape
 
 from tools.build.manifest import BuildManifest
-from tools.kernelwheel.atomic import replace_tree
+from tools.kernelwheel.atomic import check_writable_directory, replace_tree
 from tools.kernelwheel.console import make_console, print_step
 from tools.kernelwheel.digests import make_digest
 from tools.kernelwheel.errors import BuildFailed
@@ -67,7 +67,12 @@ class TorchEnv:
             raise BuildFailed(f"--torch-env {python}: expected a Python with torch installed; "
                                      f"it said: {result.stderr.strip().splitlines()[-1:]}")
         facts = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
-        return cls(python, Version(Version(facts["VERSION"]).base_version), facts["CUDA"] or None)
+        try:
+            torch = Version(Version(facts["VERSION"]).base_version)
+            return cls(python, torch, facts["CUDA"] or None)
+        except (KeyError, InvalidVersion):
+            raise BuildFailed(f"--torch-env {python}: expected a Python that runs tools/build/torch_probe.py and "
+                              f"prints torch's VERSION and CUDA; it printed {result.stdout.strip()[:120]!r}") from None
 
     @property
     def backend(self) -> Backend:
@@ -221,6 +226,7 @@ def assemble_variant(plan: VariantPlan, ops_name: str, prefix: Path, manifest: B
 def build_variants(envs: Sequence[TorchEnv], *, abis: Sequence[str] = ("classic", "stable"), out: Path = ROOT / "build",
                    work_root: Path = ROOT / "build-cmake" / "variants") -> list[Path]:
     """Build every planned variant into ``out/<variant>/``; returns the folders written, in plan order."""
+    check_writable_directory(out, "--out")  # before the first compile, not after it
     manifest = BuildManifest.load(ROOT / "build.toml")
     ident = build_id()
     plans = plan_variants(envs, abis, manifest.stable_abi)

@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tools.kernelwheel.atomic import check_writable_directory
 from tools.kernelwheel.errors import BuildFailed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +45,21 @@ def _run(command: list[str], **env_overrides: str) -> None:
 ABIS = ("auto", "stable", "classic")
 
 
+def check_platform(platform: str) -> None:
+    """Refuse, before anything compiles, a platform tag that ``auditwheel repair`` would refuse after it: one of
+    auditwheel's own glibc policies for this machine's architecture (aliases such as manylinux2014 included)."""
+    from auditwheel.architecture import Architecture
+    from auditwheel.libc import Libc
+    from auditwheel.policy import WheelPolicies
+
+    policies = WheelPolicies(libc=Libc.GLIBC, arch=Architecture.detect())
+    try:
+        policies.get_policy_by_name(platform)
+    except LookupError:
+        raise BuildFailed(f"--plat {platform!r:.80}: expected a manylinux platform tag auditwheel knows for "
+                          f"{policies.architecture.value}, e.g. {DEFAULT_PLATFORM}") from None
+
+
 def selected_abi(abi: str | None = None) -> str:
     """``abi`` if given, else ``$IMG2GRAY_ABI``, else auto (CMakeLists.txt: stable for torch >= [torch] stable-abi)."""
     chosen = (abi or os.environ.get("IMG2GRAY_ABI") or "auto").lower()
@@ -65,6 +81,8 @@ def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROO
 
     ``abi``: auto, stable or classic (None: ``$IMG2GRAY_ABI``, else auto)."""
     abi = selected_abi(abi)
+    check_platform(platform)
+    check_writable_directory(out_dir, "--out")
     out_dir.mkdir(parents=True, exist_ok=True)
     # Staging folders inside out_dir: the final move is an atomic rename, and a failure leaves no wheel.
     with tempfile.TemporaryDirectory(prefix=".dist-", dir=out_dir) as dist, tempfile.TemporaryDirectory(

@@ -1,0 +1,43 @@
+"""tools/build/wheel.py: what is refused before anything compiles (the build itself runs in tests/test_installs.py
+and every CI job's `make wheel`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.hub_fixtures import REPO_ROOT
+from tools.build.wheel import DEFAULT_PLATFORM, check_platform
+from tools.kernelwheel.errors import BuildFailed
+
+
+@pytest.mark.parametrize("platform", [DEFAULT_PLATFORM, "manylinux2014_x86_64", "manylinux_2_34_x86_64"])
+def test_auditwheels_platform_tags_are_accepted(platform: str) -> None:
+    check_platform(platform)
+
+
+@pytest.mark.parametrize("platform", ["bogus", "manylinux_2_28_aarch64", "musllinux_1_2_x86_64", "win_amd64"])
+def test_other_platform_tags_are_refused_in_one_line(platform: str) -> None:
+    with pytest.raises(BuildFailed) as info:
+        check_platform(platform)
+    assert str(info.value) == (f"--plat {platform!r}: expected a manylinux platform tag auditwheel knows for x86_64, "
+                               f"e.g. {DEFAULT_PLATFORM}")
+
+
+@pytest.mark.parametrize(("argv", "error"), [
+    (["--plat", "bogus"], "error: --plat 'bogus': expected a manylinux platform tag auditwheel knows for x86_64"),
+    (["--out", "/dev/null/wheelhouse"], "error: --out /dev/null/wheelhouse: /dev/null above it is a file, not a folder"),
+])
+def test_the_command_refuses_before_compiling(argv: list[str], error: str, tmp_path: Path) -> None:
+    """Both used to surface only after the compile: a traceback for --out, auditwheel's usage error for --plat."""
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "tools.cli.build_wheel", "--out", str(tmp_path / "wh"), *argv],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and result.stdout == "", result
+    assert result.stderr.startswith(error) and result.stderr.count("\n") == 1, result.stderr
+    assert "pip" not in result.stderr and time.monotonic() - started < 30  # nothing was started, let alone built
+    assert not (tmp_path / "wh").exists()
