@@ -29,7 +29,7 @@ if [ -f .whl/npp13.tar.xz ]; then
 fi
 test_build() {  # $1: stable or classic, $2: its site folder; everything into $OUT/tests-$1.txt
   PYTHONPATH=$2 python3 -m img2gray samples/chelsea.png "/tmp/chelsea-gray-$1.png" 2>&1 | tail -3 | tee "$OUT/tests-$1.txt"
-  python3 -m pytest -q -p no:cacheprovider --img2gray-site "$2" tests/test_ops.py tests/test_ops_cuda.py 2>&1 \
+  python3 -m pytest -q -p no:cacheprovider --img2gray-site "$2" tests/test_ops.py tests/test_ops_cuda.py tests/test_main.py 2>&1 \
     | tee -a "$OUT/tests-$1.txt" | grep -E "^(FAILED|ERROR)|passed|failed|Fatal" | tail -12
   if grep -q "Fatal Python error" "$OUT/tests-$1.txt"; then  # where it crashed, for the notes
     cuda-gdb -batch -ex run -ex bt --args python3 -c "import sys; sys.path.insert(0, '$2'); import torch, img2gray

@@ -9,16 +9,24 @@ against Pillow's own ``convert("L")``.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from . import __version__, build_info, img2gray
 from ._ops import add_op_namespace_prefix
 
+if TYPE_CHECKING:
+    from PIL import Image  # only this command needs Pillow: imported where it is used
+
 _DISPATCH_KEYS = ("CPU", "CUDA", "Meta")
+_COMMON_EXTENSIONS = (".bmp", ".jpg", ".png", ".tif", ".webp")  # named in the error for an unknown extension
 
 
 def _devices() -> list[torch.device]:
@@ -47,15 +55,54 @@ def sanity_check() -> bool:
     return ok
 
 
-def convert_file(source: Path, target: Path) -> bool:
-    from PIL import Image  # only this command needs Pillow
+def open_rgb(source: Path) -> Image.Image:
+    """``source`` decoded as RGB; ValueError saying why when Pillow cannot read it."""
+    from PIL import Image, UnidentifiedImageError
 
-    with Image.open(source) as opened:
-        image = opened.convert("RGB")
+    if not source.is_file():
+        raise ValueError(f"cannot read {source}: no such file")
+    try:
+        with Image.open(source) as opened:
+            rgb: Image.Image = opened.convert("RGB")  # decodes the whole file: any damage shows here
+            return rgb
+    except UnidentifiedImageError:
+        raise ValueError(f"cannot read {source}: not an image file Pillow can open") from None
+    except Image.DecompressionBombError as exc:  # says how many pixels, and the limit
+        raise ValueError(f"cannot read {source}: {' '.join(str(exc).split())}") from None
+    except (OSError, SyntaxError, ValueError) as exc:  # what Pillow's decoders raise for damaged data
+        raise ValueError(f"cannot read {source}: damaged or truncated image data ({' '.join(str(exc).split())})") \
+            from None
+
+
+def output_format(target: Path) -> str:
+    """The Pillow format ``target``'s extension names; ValueError when it names none, or ``target`` cannot be a
+    new file (no such folder, or a folder itself)."""
+    from PIL import Image
+
+    if target.is_dir():
+        raise ValueError(f"cannot write {target}: it is a folder")
+    formats = Image.registered_extensions()
+    fmt = formats.get(target.suffix.lower())
+    if fmt is None or fmt not in Image.SAVE:
+        writable = sorted(ext for ext, name in formats.items() if name in Image.SAVE and ext in _COMMON_EXTENSIONS)
+        raise ValueError(f"cannot write {target}: expected an image file name ending in {', '.join(writable)}, ..., "
+                         f"got {target.suffix or 'no extension'!r}")
+    if not target.parent.is_dir():
+        raise ValueError(f"cannot write {target}: no such folder {target.parent}")
+    return fmt
+
+
+def convert_file(image: Image.Image, source: Path, target: Path, fmt: str) -> bool:
+    """Convert ``image`` (read from ``source``) and write it to ``target`` whole or not at all; True when the
+    result equals Pillow's ``convert("L")``."""
+    from PIL import Image
+
     device = _devices()[-1]
     rgb = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8).reshape(image.height, image.width, 3)
     gray = img2gray(rgb.to(device)).cpu()
-    Image.fromarray(gray.numpy(), mode="L").save(target)
+    encoded = io.BytesIO()
+    Image.fromarray(gray.numpy(), mode="L").save(encoded, format=fmt)
+    _write_whole(target, encoded.getvalue())
     pillow = torch.frombuffer(bytearray(image.convert("L").tobytes()), dtype=torch.uint8)
     same = torch.equal(gray.flatten(), pillow)
     print(f"{source} ({image.width}x{image.height}) -> {target} on {device}: "
@@ -63,19 +110,45 @@ def convert_file(source: Path, target: Path) -> bool:
     return same
 
 
+def _write_whole(target: Path, data: bytes) -> None:
+    """A temporary file beside ``target``, renamed over it: a failure leaves no partial image."""
+    umask = os.umask(0)
+    os.umask(umask)
+    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as temporary:
+        try:
+            temporary.write(data)
+            os.chmod(temporary.name, 0o666 & ~umask)  # what a plain open() would have made, not mkstemp's 0600
+        except BaseException:
+            os.unlink(temporary.name)
+            raise
+    try:
+        os.replace(temporary.name, target)
+    except BaseException:
+        os.unlink(temporary.name)
+        raise
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m img2gray", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("image", nargs="?", type=Path, help="an RGB image file to convert")
-    parser.add_argument("output", nargs="?", type=Path, help="where to write the grayscale image")
+    parser.add_argument("output", nargs="?", type=Path, help="where to write the grayscale image (.png, .jpg, ...)")
     args = parser.parse_args(argv)
     if (args.image is None) != (args.output is None):
         parser.error("give both IMAGE and OUTPUT, or neither")
+    image, fmt = None, ""
+    if args.image is not None:  # both files are checked before any work
+        try:
+            image, fmt = open_rgb(args.image), output_format(args.output)
+        except ValueError as exc:
+            parser.error(str(exc))
     ok = sanity_check()
-    if args.image is not None:
-        if not args.image.is_file():
-            parser.error(f"cannot read {args.image}: no such file")
-        ok &= convert_file(args.image, args.output)
+    if image is not None:
+        try:
+            ok &= convert_file(image, args.image, args.output, fmt)
+        except (OSError, ValueError) as exc:  # the disk said no, or the format refused the image
+            print(f"{parser.prog}: error: cannot write {args.output}: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
     return 0 if ok else 1
 
 
