@@ -271,6 +271,16 @@ def _spelled_wheel(out: Path, filename: str, *, name: str, body: str = "X = 1\n"
     return path
 
 
+@pytest.mark.parametrize("torch", ["2", "2.14.1", "2.14rc1", "2.x", ""])
+def test_torch_must_be_a_minor_version(torch: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        index_cli.main([str(tmp_path), "--torch", torch])
+    assert exit_info.value.code == 2 and not (tmp_path / "simple").exists()
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"python -m tools.cli.index: error: argument --torch: expected a torch minor version X.Y (e.g. 2.14), "
+        f"got {torch!r}")
+
+
 def _run_index(house: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "tools.cli.index", str(house)], capture_output=True, text=True,
                           cwd=REPO_ROOT, timeout=120)  # fmt: skip

@@ -148,6 +148,30 @@ def test_the_command_takes_a_bad_project_name_as_a_usage_error() -> None:
         "(no version, extras or spaces: the wheel is chosen for the target's torch), got 'img2gray-cu130==0.1.0'")
 
 
+@pytest.mark.parametrize(("python", "reason"), [
+    ("/nonexistent/python", "cannot run it (No such file or directory)"),
+    ("/usr/bin/true", "expected a Python interpreter (3.9 or newer) answering in JSON, it printed ''"),
+    ("/usr/bin/false", "it exited with 1"),
+    ("sleeps", "it did not answer within 0.5 s"),
+])
+def test_a_target_that_is_not_a_python_is_one_line(python: str, reason: str, tmp_path: Path) -> None:
+    if python == "sleeps":
+        python = str(tmp_path / "python")
+        Path(python).write_text("#!/bin/sh\nexec sleep 30\n")
+        Path(python).chmod(0o755)
+    with pytest.raises(ToolError) as info:
+        Environment.probe(python, timeout_s=0.5)
+    assert str(info.value) == f"cannot inspect the Python environment {python!r}: {reason}"
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan", "inf", "soon"])
+def test_the_timeout_must_be_a_positive_number_of_seconds(seconds: str) -> None:
+    result = _command("--index-url", "http://127.0.0.1:9/simple/", "img2gray-cu130", "--timeout", seconds)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == (
+        f"python -m tools.cli.install_command: error: argument --timeout: expected a positive number of seconds, "
+        f"got {seconds!r}")
+
+
 def test_unreachable_index_is_a_clear_error() -> None:
     with pytest.raises(IndexUnreachable, match="is the index URL right and the server running"):
         plan_install("http://127.0.0.1:9/simple/", "img2gray-cu130", target())

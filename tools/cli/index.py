@@ -10,11 +10,21 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from tools.kernelwheel.console import make_console, print_error, print_step
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.index.writer import write_index
+
+
+def _torch_minor(text: str) -> Version:
+    try:
+        version = Version(text)
+    except InvalidVersion:
+        version = None
+    if version is None or len(version.release) != 2 or str(version) != f"{version.major}.{version.minor}":
+        raise argparse.ArgumentTypeError(f"expected a torch minor version X.Y (e.g. 2.14), got {text!r}")
+    return version
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
         "--torch",
         action="append",
         default=[],
-        type=Version,
+        type=_torch_minor,
         metavar="X.Y",
         help="also write simple/torchX.Y/ for this torch minor (repeatable), e.g. for stable-ABI builds",
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -38,6 +39,16 @@ from tools.kernelwheel.install import (
 )
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return seconds
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tools.cli.install_command",
@@ -52,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--torch", type=Version, help="plan for this torch version instead of the installed one")
     parser.add_argument("--run", action="store_true", help="run the command, then check torch is unchanged")
     parser.add_argument("--json", action="store_true", help="print a JSON plan instead of a shell command")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_DEADLINE_S, metavar="SECONDS",
+    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_DEADLINE_S, metavar="SECONDS",
                         help="seconds for probing the target and reading the index, all requests together "
                         f"(default {DEFAULT_DEADLINE_S:g}); the installer run by --run is not limited")
     return parser

@@ -111,13 +111,24 @@ class Environment:
     def probe(cls, python: str, *, timeout_s: float = 120) -> Environment:
         """Ask ``python`` (a path) for its torch version and tags, without importing torch."""
         packaging_root = str(Path(packaging.__file__).resolve().parent.parent)
+        where = f"cannot inspect the Python environment {python!r}"
         try:
             result = subprocess.run(
-                [python, "-c", _PROBE, packaging_root], capture_output=True, text=True, check=True, timeout=timeout_s
+                [python, "-c", _PROBE, packaging_root], capture_output=True, text=True, timeout=timeout_s
             )
+        except OSError as exc:
+            raise ToolError(f"{where}: cannot run it ({exc.strerror or exc})") from None
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"{where}: it did not answer within {timeout_s:g} s") from None
+        if result.returncode != 0:
+            said = result.stderr.strip().splitlines()[-1:]
+            raise ToolError(f"{where}: it exited with {result.returncode}"
+                            + (f" and said {said[0][:200]!r}" if said else ""))
+        try:
             facts = json.loads(result.stdout)
-        except (OSError, subprocess.SubprocessError, ValueError) as exc:
-            raise ToolError(f"cannot inspect the Python environment {python!r}: {exc}") from None
+        except ValueError:
+            raise ToolError(f"{where}: expected a Python interpreter (3.9 or newer) answering in JSON, it printed "
+                            f"{result.stdout.strip()[:80]!r}") from None
         torch = Version(facts["torch"]) if facts["torch"] else None
         cuda = Version(facts["cuda"]) if facts["cuda"] else None
         installed = frozenset(canonicalize_name(name) for name in facts["installed"])
