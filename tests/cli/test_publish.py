@@ -193,6 +193,8 @@ REFUSALS = {  # case: (--version, start of the error line)
                                  "0.2.0) can be published")),
     "empty": ("0.1.0", "error: {build}: no build variants to publish (expected build/<variant>/ folders)"),
     "missing": ("0.1.0", "error: {build}: no such folder; build the variants first (or pass --build-dir)"),
+    "a file": ("0.1.0", "error: {build}: is a file, not the folder of build variants; build the variants first (or "
+                        "pass --build-dir)"),
     "non-variant-folder": ("0.1.0", "error: build/dist: not a build variant folder: variant 'dist': expected "),
     "stray-file": ("0.1.0", "error: build/chelsea-gray.png: not a build variant folder"),
     "tampered-so": ("0.1.0", (f"error: build/{CPU_VARIANT}: _img2gray_cpu_abc1234.abi3.so does not match its sha256 "
@@ -210,7 +212,9 @@ def test_refusals_push_nothing(case: str, tmp_path: Path, so_cache: Path, capsys
     version, message = REFUSALS[case]
     remote = make_remote(tmp_path / "mirrors")
     build = tmp_path / "build"
-    if case != "missing":
+    if case == "a file":
+        build.write_text("not a folder\n")
+    elif case != "missing":
         build.mkdir()
         (build / ".wheel-path").write_text("hidden: ignored\n")
     if case in ("bad-version", "pre-release", "tampered-so", "no-digest", "wrong-major", "two-problems",

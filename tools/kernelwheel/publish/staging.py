@@ -72,7 +72,8 @@ def stage_variant(variant_dir: Path, staging: Path, version: Version, kernel: st
 def stage_build(build_dir: Path, staging: Path, version: Version, kernel: str) -> tuple[StagedVariant, ...]:
     """Every entry of ``build_dir`` checked (problems collected, then raised once) and staged."""
     if not build_dir.is_dir():
-        raise InvalidBuildDir(f"{build_dir}: no such folder; build the variants first (or pass --build-dir)")
+        what = "is a file, not the folder of build variants" if build_dir.exists() else "no such folder"
+        raise InvalidBuildDir(f"{build_dir}: {what}; build the variants first (or pass --build-dir)")
     entries = sorted(p for p in build_dir.iterdir() if not p.name.startswith("."))
     problems: list[ToolError] = []
     staged: list[StagedVariant] = []
