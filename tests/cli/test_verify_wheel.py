@@ -192,6 +192,8 @@ def test_verify_wheel_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytes
     rc, _, err = _run(verify_wheel.main, ["no-such-distribution-xyz"], capsys)
     assert rc == 1 and err == (f"error: 'no-such-distribution-xyz' is neither a .whl file nor a distribution "
                                f"installed in {sys.prefix}\n")
+    rc, _, err = _run(verify_wheel.main, [""], capsys)  # was importlib's ValueError traceback
+    assert rc == 1 and err == f"error: '' is neither a .whl file nor a distribution installed in {sys.prefix}\n"
     rc, _, err = _run(verify_wheel.main, [str(tmp_path / "missing.whl")], capsys)
     assert rc == 1 and err == f"error: {tmp_path / 'missing.whl'}: no such wheel file\n"
     rc, _, err = _run(verify_wheel.main, ["packaging"], capsys)  # installed, but no bundle

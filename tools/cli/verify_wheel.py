@@ -56,7 +56,7 @@ def _verify_wheel_file(wheel: Path, options: SignatureOptions) -> list[str]:
 def _verify_installed(name: str, options: SignatureOptions) -> list[str]:
     try:
         dist = importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
+    except (importlib.metadata.PackageNotFoundError, ValueError):  # ValueError: an empty name
         raise InvalidWheel(f"{name!r} is neither a .whl file nor a distribution installed in {sys.prefix}") from None
     label = f"{dist.metadata['Name']} {dist.version}"
     packages = _signed_packages([Path(str(f)).as_posix() for f in dist.files or []])
