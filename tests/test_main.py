@@ -43,6 +43,15 @@ def test_an_existing_output_is_replaced(tmp_path: Path) -> None:
         assert written.size == (451, 300)
 
 
+def test_the_longest_output_name_that_leaves_room_for_the_temporary(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    longest = tmp_path / ("g" * 241 + ".png")  # 245 bytes: the temporary beside it is 255, NAME_MAX
+    assert main([str(PHOTO), str(longest)]) == 0 and longest.is_file()
+    with pytest.raises(SystemExit):
+        main([str(PHOTO), str(tmp_path / ("g" * 242 + ".png"))])
+    assert capsys.readouterr().err.endswith(": the file name is over 245 bytes\n")
+
+
 def _truncated_png(tmp_path: Path) -> Path:
     damaged = tmp_path / "truncated.png"
     damaged.write_bytes(PHOTO.read_bytes()[:5000])

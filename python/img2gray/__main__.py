@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from PIL import Image  # only this command needs Pillow: imported where it is used
 
 _DISPATCH_KEYS = ("CPU", "CUDA", "Meta")
+_TEMPORARY_EXTRA = 10  # _write_whole's temporary is ".<name>." plus 8 random characters
 _COMMON_EXTENSIONS = (".bmp", ".jpg", ".png", ".tif", ".webp")  # named in the error for an unknown extension
 
 
@@ -59,7 +60,7 @@ def open_rgb(source: Path) -> Image.Image:
     """``source`` decoded as RGB; ValueError saying why when Pillow cannot read it."""
     from PIL import Image, UnidentifiedImageError
 
-    if not source.is_file():
+    if not os.path.isfile(source):  # os.path: False, not OSError, for a name too long
         raise ValueError(f"cannot read {source}: no such file")
     try:
         with Image.open(source) as opened:
@@ -79,7 +80,7 @@ def output_format(target: Path) -> str:
     new file (no such folder, or a folder itself)."""
     from PIL import Image
 
-    if target.is_dir():
+    if os.path.isdir(target):
         raise ValueError(f"cannot write {target}: it is a folder")
     formats = Image.registered_extensions()
     fmt = formats.get(target.suffix.lower())
@@ -87,8 +88,14 @@ def output_format(target: Path) -> str:
         writable = sorted(ext for ext, name in formats.items() if name in Image.SAVE and ext in _COMMON_EXTENSIONS)
         raise ValueError(f"cannot write {target}: expected an image file name ending in {', '.join(writable)}, ..., "
                          f"got {target.suffix or 'no extension'!r}")
-    if not target.parent.is_dir():
+    if not os.path.isdir(target.parent):
         raise ValueError(f"cannot write {target}: no such folder {target.parent}")
+    try:
+        name_max = os.pathconf(target.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    if len(os.fsencode(target.name)) + _TEMPORARY_EXTRA > name_max:  # the temporary beside it needs room too
+        raise ValueError(f"cannot write {target}: the file name is over {name_max - _TEMPORARY_EXTRA} bytes")
     return fmt
 
 

@@ -107,7 +107,7 @@ def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings
             _check_repo_id(parser, "SOURCE (with --lock)", args.source)
         return lock_sources(settings, Path(args.lock), repo_id=args.source, trust=trust, console=console)
     local = Path(args.source)
-    if local.is_dir() or args.source.startswith((".", "/")):
+    if os.path.isdir(local) or args.source.startswith((".", "/")):  # False, not OSError, for a name too long
         if args.revision or args.version:
             parser.error("--revision/--version apply to Hub repositories, not to a local directory")
         return [local_source(local)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -73,8 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options.validate()
         target = Path(args.target)
-        if target.suffix == ".whl" or target.is_file():
-            if not target.is_file():
+        if target.suffix == ".whl" or os.path.isfile(target):  # os.path: False, not OSError, for a name too long
+            if not os.path.isfile(target):
                 raise InvalidWheel(f"{target}: no such wheel file")
             lines = _verify_wheel_file(target, options)
         else:

@@ -8,6 +8,7 @@ repositories pass kernels' trusted-publisher gate (``trust``) before any file is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from tools.kernelwheel.trust import TrustPolicy, check_publisher
 
 def local_source(folder: Path) -> Source:
     """A checkout (or any folder) holding ``build/<variant>/``; symlinks may not leave each variant."""
-    if not folder.is_dir():
+    if not os.path.isdir(folder):  # False, not OSError, for a name too long or a folder we may not enter
         raise ToolError(f"{folder}: no such directory (expected a folder holding build/<variant>/)")
     return Source(build_dir=folder / "build", label=str(folder), kernel_name=folder.resolve().name)
 

@@ -30,6 +30,7 @@ Nothing outside the wheelhouse is written or removed: the state file is checked 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -75,7 +76,7 @@ def write_index(wheelhouse: Path, *, extra_torch: Iterable[Version] = ()) -> Ind
     Raises ``InvalidWheel`` (every bad wheel, listed), ``InvalidIndexState`` or ``IndexWriteFailed``; in each
     case the index already in place is left whole.
     """
-    if not wheelhouse.is_dir():
+    if not os.path.isdir(wheelhouse):  # False, not OSError, for a name too long
         raise ToolError(f"{wheelhouse} is not a folder; pass the folder that holds the .whl files")
     simple = wheelhouse / "simple"
     try:

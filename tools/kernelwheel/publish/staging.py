@@ -5,6 +5,7 @@ Problems of every entry are collected and raised once, before anything is writte
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,8 +72,8 @@ def stage_variant(variant_dir: Path, staging: Path, version: Version, kernel: st
 
 def stage_build(build_dir: Path, staging: Path, version: Version, kernel: str) -> tuple[StagedVariant, ...]:
     """Every entry of ``build_dir`` checked (problems collected, then raised once) and staged."""
-    if not build_dir.is_dir():
-        what = "is a file, not the folder of build variants" if build_dir.exists() else "no such folder"
+    if not os.path.isdir(build_dir):  # os.path: False, not OSError, for a name too long
+        what = "is a file, not the folder of build variants" if os.path.exists(build_dir) else "no such folder"
         raise InvalidBuildDir(f"{build_dir}: {what}; build the variants first (or pass --build-dir)")
     entries = sorted(p for p in build_dir.iterdir() if not p.name.startswith("."))
     problems: list[ToolError] = []

@@ -1,0 +1,39 @@
+"""Every command's path arguments, given a name the file system cannot even look up (over NAME_MAX: ENAMETOOLONG):
+one line saying what was expected, never an OSError traceback from a ``Path.is_dir()`` on the way in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TOO_LONG = "/tmp/" + "x" * 5000  # one component of 5000 bytes
+PHOTO = str(REPO / "samples" / "chelsea.png")
+
+CASES = {
+    "hub2wheel SOURCE": (["tools.hub2wheel", TOO_LONG], 1, f"error: {TOO_LONG}: no such directory"),
+    "index WHEELHOUSE": (["tools.cli.index", TOO_LONG], 1, f"error: {TOO_LONG} is not a folder"),
+    "verify_wheel TARGET": (["tools.cli.verify_wheel", TOO_LONG], 1, f"error: {TOO_LONG!r} is neither a .whl file"),
+    "publish --build-dir": (["tools.cli.publish", "org/x", "--version", "1.0.0", "--dry-run", "--git-remote", "/tmp",
+                             "--build-dir", TOO_LONG], 1, f"error: {TOO_LONG}: no such folder"),
+    "img2gray IMAGE": (["img2gray", TOO_LONG + ".png", "/tmp/gray.png"], 2,
+                       f"python -m img2gray: error: cannot read {TOO_LONG}.png: no such file"),
+    "img2gray OUTPUT": (["img2gray", PHOTO, TOO_LONG + ".png"], 2,
+                        f"python -m img2gray: error: cannot write {TOO_LONG}.png: the file name is over 245 bytes"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_path_too_long_to_look_up_is_one_line(case: str) -> None:
+    argv, returncode, start = CASES[case]
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "-m", *argv], cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == returncode, result.stderr[-2000:]
+    error = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(error) == 1 and error[0].startswith(start), result.stderr[-2000:]
