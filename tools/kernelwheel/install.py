@@ -39,7 +39,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import packaging
 from packaging.specifiers import SpecifierSet
-from packaging.utils import InvalidName, canonicalize_name
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from tools.kernelwheel.errors import (
@@ -50,7 +50,7 @@ from tools.kernelwheel.errors import (
     ToolError,
 )
 from tools.kernelwheel.index.client import Candidate, check_url, list_candidates, redact, torch_requirement_of
-from tools.kernelwheel.naming import torch_label, torch_minor
+from tools.kernelwheel.naming import is_distribution_name, torch_label, torch_minor
 from tools.kernelwheel.variants import Backend
 
 Installer = Literal["pip", "uv"]
@@ -264,12 +264,10 @@ def call_with_deadline(work: Callable[[], T], seconds: float, what: str, shown_s
 
 
 def check_project_name(project: str) -> None:
-    """Raise ``InvalidProjectName`` unless ``project`` is a distribution name (PEP 508, as packaging checks it)."""
-    try:
-        canonicalize_name(project, validate=True)
-    except InvalidName:
+    """Raise ``InvalidProjectName`` unless ``project`` is a distribution name (PEP 508, ASCII)."""
+    if not is_distribution_name(project):
         raise InvalidProjectName(f"expected a distribution name such as img2gray-cu130 (no version, extras or "
-                                 f"spaces: the wheel is chosen for the target's torch), got {project!r:.120}") from None
+                                 f"spaces: the wheel is chosen for the target's torch), got {project!r:.120}")
 
 
 def plan_install(

@@ -36,7 +36,9 @@ from tools.kernelwheel.atomic import TEMPORARY_NAME_OVERHEAD
 from tools.kernelwheel.errors import InvalidVariantName, InvalidWheelName
 from tools.kernelwheel.variants import Backend, Torch, TorchStableAbi, TvmFfi, Variant
 
-_KERNEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+# PEP 508 distribution names, ASCII only: packaging's own check (canonicalize_name(validate=True)) uses IGNORECASE
+# without re.ASCII, so it also takes the Kelvin sign, which no PEP 503 page or installer knows.
+_DISTRIBUTION_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _CUDA_VERSION = re.compile(r"^(\d+)\.(\d+)")
 # Lowest glibc any manylinux tag names (PEP 600; manylinux2014 == manylinux_2_17).
 _MIN_MANYLINUX_GLIBC = (2, 17)
@@ -58,9 +60,15 @@ def parse_version(value: object, what: str) -> Version:
         raise InvalidWheelName(f"{what} {str(value)[:60]!r} is not a PEP 440 version (expected e.g. '0.1.0')") from None
 
 
+def is_distribution_name(name: str) -> bool:
+    """Whether ``name`` is a PEP 508 distribution name (ASCII letters, digits, '.', '_', '-'; starting and ending
+    with a letter or digit)."""
+    return _DISTRIBUTION_NAME.fullmatch(name) is not None  # fullmatch: '$' would admit a final newline
+
+
 def validate_kernel_name(kernel: str) -> str:
     """Return ``kernel`` if it can be a distribution name (PEP 508 name rules), else raise."""
-    if not _KERNEL_NAME.fullmatch(kernel):  # fullmatch: '$' would admit a final newline
+    if not is_distribution_name(kernel):
         raise InvalidWheelName(
             f"kernel name {kernel!r} is not a valid distribution name: expected letters, digits, '.', '_' or "
             "'-', starting and ending with a letter or digit"

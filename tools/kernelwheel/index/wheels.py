@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,13 +15,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from tools.kernelwheel.errors import InvalidWheel, one_line
-from tools.kernelwheel.naming import WheelName, labelled_torch, torch_minor
+from tools.kernelwheel.naming import WheelName, is_distribution_name, labelled_torch, torch_minor
 from tools.kernelwheel.wheelfile import UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, read_wheel
 
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
 _MAX_PATCH = 99
-# PEP 508 names, ASCII only (re.ASCII: with IGNORECASE alone, [A-Z] also matches "ſ" and the Kelvin sign).
-_PEP508_NAME = re.compile(r"[A-Z0-9](?:[A-Z0-9._-]*[A-Z0-9])?", re.ASCII | re.IGNORECASE)
 _NAME_MAX = 255  # bytes of one file name (ext4, xfs, tmpfs)
 # What reading a hostile zip can raise besides InvalidWheel: bad headers, corrupt deflate data, truncation, an
 # unsupported compression method or an encrypted member, names or METADATA that are not UTF-8.
@@ -112,7 +109,7 @@ def torch_requirement_from(requires_dist: Iterable[str], filename: str) -> Speci
 def check_project_name(name: str, filename: str) -> None:
     """Refuse a distribution name that is not a PEP 508 name (non-ASCII, ``fóo``): PEP 503 pages and installers
     only know ASCII names."""
-    if not _PEP508_NAME.fullmatch(name):
+    if not is_distribution_name(name):
         raise InvalidWheel(
             f"{filename}: the project name {name!r} is not a PEP 508 name (ASCII letters, digits, '.', '_', '-'; "
             "starting and ending with a letter or digit)"
