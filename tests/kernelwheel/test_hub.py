@@ -19,7 +19,7 @@ from packaging.version import Version
 from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos
 from tests.helpers.servers import silent_server
 from tools.kernelwheel import hub
-from tools.kernelwheel.errors import OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
+from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
 
 def _settings(**overrides: str) -> hub.HubSettings:
@@ -207,3 +207,37 @@ def test_cache_folder_is_huggingface_hubs(repo_id: str, repo_type: str) -> None:
     settings = _settings()
     assert hub.cache_folder(settings, repo_id, repo_type) == \
         settings.cache_dir / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
+
+
+@pytest.mark.parametrize(("endpoint", "problem"), [
+    ("http://[::1", "it cannot be parsed (Invalid IPv6 URL)"),
+    ("hub.internal", "its scheme is missing (usable here: http:, https:)"),
+    ("file:///srv/hub", "its scheme is file: (usable here: http:, https:)"),
+    ("https://u:secret@hub.internal:99999/", "it cannot be parsed (Port out of range 0-65535)"),
+])
+def test_an_unusable_hf_endpoint_is_one_line(endpoint: str, problem: str) -> None:
+    """huggingface_hub itself raises a bare ValueError on import for the first; hub2wheel reads it first."""
+    with pytest.raises(HubError) as info:
+        hub.HubSettings.from_env({"HF_ENDPOINT": endpoint})
+    shown = endpoint.replace(":secret@", ":***@")
+    assert str(info.value) == (f"HF_ENDPOINT {shown} is not usable: {problem}; expected http(s)://host[:port], the "
+                               "Hub or a mirror of it")
+
+
+def test_an_assets_cache_blocked_by_a_file_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "assets").write_text("a file where huggingface_hub's assets folder should be")
+    settings = hub.HubSettings.from_env({"HF_HOME": str(tmp_path)})
+    with pytest.raises(HubError, match=(rf"^huggingface_hub's assets cache {tmp_path}/assets \(HF_HOME, "
+                                        r"HF_ASSETS_CACHE\) cannot be used: ")):
+        hub.digest_cache_file(settings)
+
+
+def test_the_cli_refuses_a_malformed_hf_endpoint_before_huggingface_hub_reads_it(tmp_path: Path) -> None:
+    for command in (["tools.hub2wheel", "org/img2gray", "--trust-remote-code", "--out", str(tmp_path / "wh")],
+                    ["tools.cli.publish", "org/img2gray", "--version", "1.0.0", "--build-dir", str(tmp_path)]):
+        result = subprocess.run([sys.executable, "-m", *command], cwd=REPO_ROOT, capture_output=True, text=True,
+                                env={**os.environ, "HF_ENDPOINT": "http://[::1", "HF_HOME": str(tmp_path)}, timeout=120)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.splitlines() == ["error: HF_ENDPOINT http://[::1 is not usable: it cannot be parsed "
+                                              "(Invalid IPv6 URL); expected http(s)://host[:port], the Hub or a mirror "
+                                              "of it"]

@@ -39,6 +39,7 @@ from tools.kernelwheel.index import client
 from tools.kernelwheel.index.client import Candidate
 from tools.kernelwheel.index.writer import write_index
 from tools.kernelwheel.install import Environment, choose_wheels, cuda_compatible, plan_install, runnable_command
+from tools.kernelwheel.urls import redact
 from tools.kernelwheel.variants import Backend
 
 TAGS = frozenset({"cp311-abi3-manylinux_2_28_x86_64", "cp39-abi3-manylinux_2_28_x86_64", "py3-none-any"})
@@ -300,7 +301,7 @@ def test_a_wheel_fetched_as_fallback_is_checked_against_its_page_hash(simple: Pa
         bad = Candidate(stable.name, url, None, digests={"sha256": "0" * 64})
         with pytest.raises(DigestMismatch) as caught:
             client.torch_requirement_of(bad)
-    expected = f"{client.redact(url)}: the wheel {stable.name} does not match the index's hash"
+    expected = f"{redact(url)}: the wheel {stable.name} does not match the index's hash"
     assert str(caught.value).startswith(expected)
     assert f"(sha256 {digest}, the page says {'0' * 64})" in str(caught.value)
 
@@ -568,7 +569,7 @@ def test_a_redirect_to_a_local_file_is_not_followed_and_nothing_local_is_read(tm
 )
 def test_a_malformed_index_url_is_one_line(url: str, problem: str) -> None:
     message = _one_error(_command("--index-url", url, "img2gray-cu130"))
-    shown = client.redact(url) if url.isprintable() else ascii(client.redact(url))
+    shown = redact(url) if url.isprintable() else ascii(redact(url))
     assert message == (f"error: index URL {shown} is not usable: {problem}; expected http(s)://host[:port]/.../simple/ "
                        "or file:///path/to/simple/") or message.startswith(f"error: index URL {shown} is not usable: "
                                                                            f"{problem}")  # fmt: skip

@@ -151,17 +151,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--revision: expected a branch, tag or commit, got ''")
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
-                      variants=VariantFilter(patterns=tuple(args.variant)), allow_unknown_deps=args.allow_unknown_deps,
-                      jobs=args.jobs, digest_cache=hub.digest_cache_file(hub.HubSettings.from_env()),
-                      verdict_cache=hub.elf_verdict_file(hub.HubSettings.from_env()),
-                      signatures=SignatureOptions(
-                          trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
-                          require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
     total = Report()
     try:
+        settings = hub.HubSettings.from_env()
+        options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
+                          variants=VariantFilter(patterns=tuple(args.variant)),
+                          allow_unknown_deps=args.allow_unknown_deps, jobs=args.jobs,
+                          digest_cache=hub.digest_cache_file(settings), verdict_cache=hub.elf_verdict_file(settings),
+                          signatures=SignatureOptions(
+                              trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
+                              require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
         with sigterm_exits():
-            total = _run(args, parser, options, console)
+            total = _run(args, parser, options, settings, console)
     except ToolError as exc:
         print_error(console, exc)
         return EXIT_NOTHING
@@ -187,14 +188,14 @@ def _print_path(path: Path) -> None:
     sys.stdout.buffer.flush()
 
 
-def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, options: Options, console: Console) -> Report:
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, options: Options, settings: hub.HubSettings,
+         console: Console) -> Report:
     check_writable_directory(args.out, "--out")
     for stale in sweep_stale_temporaries(args.out):
         print_step(console, f"removed {stale.name} from {args.out}: a temporary left by process "
                             f"{stale_temporary_owner(stale.name)}, which is gone")
     options.signatures.validate()
     with activity(console):  # one progress display for every download and wheel of the run
-        settings = hub.HubSettings.from_env()
         trust = TrustPolicy(trust_all=args.trust_remote_code, repo_ids=frozenset(args.trust_repo))
 
         def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub

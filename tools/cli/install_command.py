@@ -25,7 +25,6 @@ from packaging.version import Version
 
 from tools.kernelwheel.console import make_console, print_error, print_step
 from tools.kernelwheel.errors import ToolError, TorchNotInstalled
-from tools.kernelwheel.index.client import redact
 from tools.kernelwheel.install import (
     DEFAULT_DEADLINE_S,
     PASSWORD_ENV,
@@ -37,6 +36,7 @@ from tools.kernelwheel.install import (
     shell_command,
     with_password,
 )
+from tools.kernelwheel.urls import redact
 
 
 def _seconds(text: str) -> float:

@@ -25,18 +25,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from huggingface_hub import cached_assets_path
-from huggingface_hub import constants as hf_constants
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from tools.kernelwheel import json_cache, revision_probe
 from tools.kernelwheel.atomic import write_atomic
 from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
+from tools.kernelwheel.urls import printable, redact, url_problem
 
-# What a rerun never needs is imported where it is used: huggingface_hub.errors brings httpx (~0.12 s), file_download
-# ~0.08 s more, hf_api (HfApi, snapshot_download) ~0.15 s more. A rerun of a branch or tag asks its one HEAD through
-# revision_probe (the standard library) and loads none of them unless that answer is not plain.
+# huggingface_hub is imported where it is used: its constants module parses HF_ENDPOINT on import and raises a bare
+# ValueError for a malformed one, which HubSettings.from_env refuses first, in one line. And a rerun never needs
+# most of it: huggingface_hub.errors brings httpx (~0.12 s), file_download ~0.08 s more, hf_api (HfApi,
+# snapshot_download) ~0.15 s more. A rerun of a branch or tag asks its one HEAD through revision_probe (the standard
+# library) and loads none of them unless that answer is not plain.
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
     from tqdm import tqdm
@@ -59,7 +60,8 @@ BytesProgressCallback = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class HubSettings:
-    """The environment as ``huggingface_hub`` reads it, captured once per command."""
+    """The environment as ``huggingface_hub`` reads it, captured once per command (``from_env`` raises ``HubError``
+    for an HF_ENDPOINT that is not an http(s) URL)."""
 
     endpoint: str | None
     token: str | None
@@ -74,7 +76,12 @@ class HubSettings:
         cache = Path(env.get("HF_HUB_CACHE", env.get("HUGGINGFACE_HUB_CACHE", hf_home / "hub")))
         assets = Path(env.get("HF_ASSETS_CACHE", hf_home / "assets"))
         offline = env.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
-        return cls(env.get("HF_ENDPOINT") or None, env.get("HF_TOKEN") or None, offline, cache, assets)
+        endpoint = env.get("HF_ENDPOINT") or None
+        problem = None if endpoint is None else url_problem(endpoint, ("http", "https"))
+        if problem is not None:
+            raise HubError(f"HF_ENDPOINT {printable(redact(endpoint or ''))} is not usable: {problem}; expected "
+                           "http(s)://host[:port], the Hub or a mirror of it")
+        return cls(endpoint, env.get("HF_TOKEN") or None, offline, cache, assets)
 
     def api(self) -> HfApi:
         from huggingface_hub import HfApi
@@ -156,7 +163,9 @@ def pick_version(refs: list[VersionRef], spec: str, repo_id: str) -> VersionRef:
 def cache_folder(settings: HubSettings, repo_id: str, repo_type: str) -> Path:
     # huggingface_hub's file_download.repo_folder_name, spelled out: that module costs ~0.2 s to import, which is
     # most of a rerun of a pinned commit (tests/kernelwheel/test_hub.py checks that both name the same folder).
-    return settings.cache_dir / hf_constants.REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
+    from huggingface_hub import constants
+
+    return settings.cache_dir / constants.REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
 
 
 def snapshot_in_cache(settings: HubSettings, repo_id: str, repo_type: str, commit: str) -> Snapshot:
@@ -266,7 +275,9 @@ def limit_download_chunk() -> None:
     """huggingface_hub reads each response in DOWNLOAD_CHUNK_SIZE (10 MiB) pieces, and httpx keeps two or three of
     them per connection: 8 downloads of large files held ~280 MB. 1 MiB pieces hold ~60 MB at the same speed
     (benchmarks/NOTES.md). The constant is read at every download, so setting it before downloading is enough."""
-    hf_constants.DOWNLOAD_CHUNK_SIZE = min(hf_constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_CHUNK)
+    from huggingface_hub import constants
+
+    constants.DOWNLOAD_CHUNK_SIZE = min(constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_CHUNK)
 
 
 def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str, patterns: list[str],
@@ -381,9 +392,7 @@ class _Record:
 
 def _record_path(settings: HubSettings, repo_id: str, revision: str, patterns: list[str]) -> Path:
     key = hashlib.sha256(json.dumps([revision, patterns, list(IGNORE_PATTERNS)]).encode()).hexdigest()[:32]
-    folder = cached_assets_path("hub2wheel", namespace=repo_id.replace("/", "--"), subfolder="snapshots",
-                                assets_dir=settings.assets_dir)
-    return folder / f"{key}.json"
+    return _assets_folder(settings, repo_id.replace("/", "--"), "snapshots") / f"{key}.json"
 
 
 def record_complete(settings: HubSettings, snapshot: Snapshot, revision: str, patterns: list[str]) -> None:
@@ -464,10 +473,21 @@ def cached_fetch(settings: HubSettings, repo_id: str, revision: str, *,
     return record.snapshot
 
 
+def _assets_folder(settings: HubSettings, namespace: str, subfolder: str = "default") -> Path:
+    """hub2wheel's ``namespace/subfolder`` in huggingface_hub's assets cache, created when missing."""
+    from huggingface_hub import cached_assets_path
+
+    try:
+        return cached_assets_path("hub2wheel", namespace=namespace, subfolder=subfolder, assets_dir=settings.assets_dir)
+    except (OSError, ValueError) as exc:  # ValueError: a file where one of its folders should be
+        raise HubError(f"huggingface_hub's assets cache {settings.assets_dir} (HF_HOME, HF_ASSETS_CACHE) cannot "
+                       f"be used: {' '.join(str(exc).split())}") from None
+
+
 def digest_cache_file(settings: HubSettings) -> Path:
     """Where hub2wheel keeps file digests between runs (``digests.save_digest_cache``), in huggingface_hub's assets
     cache beside the files they describe."""
-    return cached_assets_path("hub2wheel", namespace="file-digests", assets_dir=settings.assets_dir) / "sha256.json"
+    return _assets_folder(settings, "file-digests") / "sha256.json"
 
 
 def elf_verdict_file(settings: HubSettings) -> Path:
@@ -483,8 +503,7 @@ def commit_date(settings: HubSettings, snapshot: Snapshot) -> datetime:
     libraries built on it), one small file per commit, and offline runs (and reruns, without importing HfApi) read
     it from there.
     """
-    folder = cached_assets_path("hub2wheel", namespace=snapshot.repo_id.replace("/", "--"),
-                                subfolder="commit-dates", assets_dir=settings.assets_dir)
+    folder = _assets_folder(settings, snapshot.repo_id.replace("/", "--"), "commit-dates")
     record = folder / snapshot.commit
     if record.is_file():
         try:

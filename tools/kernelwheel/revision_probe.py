@@ -17,9 +17,7 @@ import os
 import re
 import urllib.parse
 from pathlib import Path
-
-import huggingface_hub
-from huggingface_hub import constants as hf_constants
+from types import ModuleType
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # The answer huggingface_hub turns into DisabledRepoError before it looks at a RepoNotFound code.
@@ -36,21 +34,36 @@ NO_SUCH_REPOSITORY = Answer.NO_SUCH_REPOSITORY
 TIMED_OUT = Answer.TIMED_OUT
 
 
+def _constants() -> ModuleType:
+    """huggingface_hub's constants, imported on first use (its HF_ENDPOINT parsing is hub.HubSettings' to check)."""
+    from huggingface_hub import constants
+
+    return constants
+
+
+def _huggingface_hub_version() -> str:
+    import huggingface_hub
+
+    return str(huggingface_hub.__version__)
+
+
 def _implicit_credential(token: str | None) -> bool:
     """Whether huggingface_hub would send a token of its own finding (a login's token file, the old environment
     variable), which a request without it could see as "no such repository" where huggingface_hub sees the repo."""
-    if token is not None or hf_constants.HF_HUB_DISABLE_IMPLICIT_TOKEN:
+    constants = _constants()
+    if token is not None or constants.HF_HUB_DISABLE_IMPLICIT_TOKEN:
         return False
-    return bool(os.environ.get("HUGGING_FACE_HUB_TOKEN")) or Path(hf_constants.HF_TOKEN_PATH).exists()
+    return bool(os.environ.get("HUGGING_FACE_HUB_TOKEN")) or Path(constants.HF_TOKEN_PATH).exists()
 
 
 def resolve_url(endpoint: str | None, repo_id: str, repo_type: str, revision: str, filename: str) -> str:
     """``hf_hub_url``'s URL (huggingface_hub's own template and repo-type prefixes), without importing it."""
-    prefix = hf_constants.REPO_TYPES_URL_PREFIXES.get(repo_type, "")
-    url = hf_constants.HUGGINGFACE_CO_URL_TEMPLATE.format(
+    constants = _constants()
+    prefix = constants.REPO_TYPES_URL_PREFIXES.get(repo_type, "")
+    url: str = constants.HUGGINGFACE_CO_URL_TEMPLATE.format(
         repo_id=prefix + repo_id, revision=urllib.parse.quote(revision, safe=""), filename=urllib.parse.quote(filename))
-    if endpoint is not None and url.startswith(hf_constants.ENDPOINT):
-        url = endpoint + url[len(hf_constants.ENDPOINT):]
+    if endpoint is not None and url.startswith(constants.ENDPOINT):
+        url = endpoint + url[len(constants.ENDPOINT):]
     return url
 
 
@@ -65,7 +78,7 @@ def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, r
     import urllib.request
 
     url = resolve_url(endpoint, repo_id, repo_type, revision, filename)
-    headers = {"User-Agent": f"hub2wheel; hf_hub/{huggingface_hub.__version__}", "Accept-Encoding": "identity"}
+    headers = {"User-Agent": f"hub2wheel; hf_hub/{_huggingface_hub_version()}", "Accept-Encoding": "identity"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     # Proxies from the environment, as huggingface_hub's client takes them; no redirect followed and no status
@@ -76,7 +89,7 @@ def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, r
     opener.add_handler(urllib.request.HTTPSHandler() if url.startswith("https:") else urllib.request.HTTPHandler())
     try:
         request = urllib.request.Request(url, method="HEAD", headers=headers)
-        response = opener.open(request, timeout=hf_constants.HF_HUB_ETAG_TIMEOUT)
+        response = opener.open(request, timeout=_constants().HF_HUB_ETAG_TIMEOUT)
         if response is None:  # a scheme with no handler here
             return None
         with response:

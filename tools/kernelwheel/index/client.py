@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import ipaddress
-import re
 import zipfile
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 import requests
@@ -61,6 +59,7 @@ from tools.kernelwheel.errors import (
 from tools.kernelwheel.index.body_limit import TooLarge, mount_body_limit
 from tools.kernelwheel.index.wheels import torch_requirement_from
 from tools.kernelwheel.naming import WheelName, labelled_torch
+from tools.kernelwheel.urls import printable, redact, url_problem
 
 # Seconds, for every request: to connect, and between two reads of the answer (requests' timeout).
 _TIMEOUT_S = 30
@@ -70,7 +69,6 @@ _MAX_WHEEL_BYTES = 2 << 30
 # A project page or a .metadata file is refused past this size while it is read (PyPI's largest pages are a few MB):
 # the deadline bounds how long an index can talk, this bounds what it can make the tool hold.
 _MAX_PAGE_BYTES = 64 << 20
-_CREDENTIALS = re.compile(r"(//[^/@:]*:)[^/@]*@")
 
 
 @dataclass(frozen=True)
@@ -88,45 +86,6 @@ class Candidate:
         return WheelName.parse(self.filename)
 
 
-def redact(url: str) -> str:
-    """``url`` with its password shown as ``***`` (also for a URL too malformed to parse)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-    except ValueError:
-        return _CREDENTIALS.sub(r"\1***@", url)
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{parts.netloc.rsplit('@', 1)[1]}"))
-
-
-def _url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
-    if any(c.isspace() or not c.isprintable() for c in url):
-        return "it contains whitespace or a control character"
-    try:
-        parts = urlsplit(url)
-        port = parts.port  # raises ValueError for a port that is not a number in 0-65535
-    except ValueError as exc:
-        return f"it cannot be parsed ({exc})"
-    if parts.scheme not in schemes:
-        scheme = f"{parts.scheme}:" if parts.scheme else "missing"
-        return f"its scheme is {scheme} (usable here: {', '.join(f'{s}:' for s in schemes)})"
-    if parts.scheme == "file":
-        return None if parts.netloc in ("", "localhost") else "a file: URL must name a local path (file:///...)"
-    host = parts.hostname
-    if not host:
-        return "it has no host"
-    if port == 0:
-        return "port 0 is not a port a server listens on"
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        try:
-            host.encode("idna")
-        except UnicodeError as exc:
-            return f"its host {host!r} is not a valid host name ({exc})"
-    return None
-
-
 INDEX_URL_FORM = "http(s)://host[:port]/.../simple/ or file:///path/to/simple/"
 
 
@@ -134,9 +93,9 @@ def check_url(url: str, *, what: str = "index URL", schemes: tuple[str, ...] = (
               expected: str = INDEX_URL_FORM) -> str:
     """``url`` if it is usable (parses, known scheme, a valid host and port for http(s)), else ``InvalidIndexUrl``
     saying what is wrong and the ``expected`` form."""
-    problem = _url_problem(url, schemes)
+    problem = url_problem(url, schemes)
     if problem is not None:
-        raise InvalidIndexUrl(f"{what} {_printable(redact(url))} is not usable: {problem}; expected {expected}")
+        raise InvalidIndexUrl(f"{what} {printable(redact(url))} is not usable: {problem}; expected {expected}")
     return url
 
 
@@ -280,11 +239,6 @@ def _project_page(index_url: str, project: str) -> ProjectPage | None:
         raise IndexUnreachable(f"{redact(page_url)}: not a readable index page ({one_line(exc)})") from None
 
 
-def _printable(text: str) -> str:
-    """``text`` as is, or as ``ascii()`` when it holds a newline or another character a one-line message can't show."""
-    return text if text.isprintable() and text else ascii(text)
-
-
 def list_candidates(index_url: str, project: str) -> list[Candidate] | None:
     """Every wheel on the project's page; None when the index has no page for the project.
 
@@ -299,9 +253,9 @@ def list_candidates(index_url: str, project: str) -> list[Candidate] | None:
     page_url = redact(project_url(index_url, project))
     candidates = []
     for package in page.packages:
-        problem = _url_problem(package.url, _HTTP if remote else (*_HTTP, "file"))
+        problem = url_problem(package.url, _HTTP if remote else (*_HTTP, "file"))
         if problem is not None:
-            link, text = _printable(redact(package.url)), _printable(package.filename)
+            link, text = printable(redact(package.url)), printable(package.filename)
             if remote and urlsplit(package.url).scheme == "file":
                 raise InvalidIndexUrl(f"{page_url} links {text} to {link}: a remote index may not point at local "
                                       "files, refusing it")
@@ -417,7 +371,7 @@ def _core_metadata(data: bytes, candidate: Candidate, source: str) -> dict[str, 
         same_version = False
     if canonicalize_name(name) != canonicalize_name(expected.distribution) or not same_version:
         raise InvalidWheel(
-            f"{source}: says {_printable(name)} {_printable(version)}, but the file is {candidate.filename} "
+            f"{source}: says {printable(name)} {printable(version)}, but the file is {candidate.filename} "
             f"({expected.distribution} {expected.version}); refusing it"
         )
     return dict(raw)

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from huggingface_hub import HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 from rich.console import Console
 
 from tools.kernelwheel.console import print_step
 from tools.kernelwheel.errors import PublishFailed
 from tools.kernelwheel.publish.plan import BASE_BRANCH, Plan, RemoteRefs, count
+
+if TYPE_CHECKING:
+    from huggingface_hub import HfApi  # imported by whoever builds the HfApi (hub.HubSettings.api)
 
 
 @dataclass(frozen=True)

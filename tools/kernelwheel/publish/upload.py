@@ -20,8 +20,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tools.kernelwheel.errors import InvalidWheel, PublishFailed, ToolError
-from tools.kernelwheel.index.client import check_url, redact
+from tools.kernelwheel.index.client import check_url
 from tools.kernelwheel.index.wheels import IndexedWheel, inspect_wheel, normalised_collisions
+from tools.kernelwheel.urls import redact
 
 
 def check_wheels(paths: Sequence[Path]) -> list[IndexedWheel]:
