@@ -144,9 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (args.image is None) != (args.output is None):
         parser.error("give both IMAGE and OUTPUT, or neither")
     image, fmt = None, ""
-    if args.image is not None:  # both files are checked before any work
+    if args.image is not None:  # both files are checked before any work, the cheap check first
         try:
-            image, fmt = open_rgb(args.image), output_format(args.output)
+            fmt = output_format(args.output)
+            image = open_rgb(args.image)
         except ValueError as exc:
             parser.error(str(exc))
     ok = sanity_check()
