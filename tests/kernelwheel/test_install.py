@@ -174,6 +174,21 @@ def test_the_timeout_must_be_a_positive_number_of_seconds(seconds: str) -> None:
         f"got {seconds!r}")
 
 
+def test_run_with_uv_missing_is_a_usage_error_before_any_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Was a FileNotFoundError traceback from subprocess, after the plan had been made."""
+    python = sys.executable
+    monkeypatch.setenv("PATH", str(tmp_path))  # no uv on PATH
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # and none beside the interpreter
+    with pytest.raises(SystemExit) as exit_info:
+        install_command.main(["img2gray-cu130", "--index-url", "http://127.0.0.1:9/simple/", "--python", python,
+                              "--installer", "uv", "--run"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"python -m tools.cli.install_command: error: --installer uv --run: uv is neither on PATH nor beside "
+        f"{tmp_path / 'python'}; install it (pip install uv) or use --installer pip")
+
+
 def test_unreachable_index_is_a_clear_error() -> None:
     with pytest.raises(IndexUnreachable, match="is the index URL right and the server running"):
         plan_install("http://127.0.0.1:9/simple/", "img2gray-cu130", target())

@@ -39,6 +39,12 @@ from tools.kernelwheel.install import (
 from tools.kernelwheel.urls import redact
 
 
+def _find_uv() -> str:
+    """uv on PATH, else the one installed beside this interpreter (an unactivated venv); "" when neither."""
+    beside = Path(sys.executable).with_name("uv")
+    return shutil.which("uv") or (str(beside) if os.access(beside, os.X_OK) else "")
+
+
 def _seconds(text: str) -> float:
     try:
         seconds = float(text)
@@ -76,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_project_name(args.project)  # a usage error, before the target is probed
     except ToolError as exc:
         parser.error(f"project: {exc}")
+    uv = _find_uv() if args.run and args.installer == "uv" else ""
+    if args.run and args.installer == "uv" and not uv:
+        parser.error(f"--installer uv --run: uv is neither on PATH nor beside {sys.executable}; install it "
+                     "(pip install uv) or use --installer pip")
     console = make_console()
     index_url = with_password(args.index_url, os.environ.get(PASSWORD_ENV))
     deadline = time.monotonic() + args.timeout  # one deadline for probing the target and reading the index
@@ -113,8 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command, index_env = runnable_command(plan)  # passwords travel in the installer's environment, not its argv
     if command[0] == "uv":
-        command[0] = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
-    returncode = subprocess.run(command, env={**os.environ, **index_env}).returncode
+        command[0] = uv
+    try:
+        returncode = subprocess.run(command, env={**os.environ, **index_env}).returncode
+    except OSError as exc:
+        print_error(console, f"cannot run {command[0]}: {exc.strerror or exc}")
+        return 1
     try:
         after = Environment.probe(args.python).torch
     except ToolError as exc:
