@@ -154,6 +154,17 @@ def test_a_bad_repository_id_is_a_usage_error(repo_id: str, problem: str, tmp_pa
     assert refs(remote) == before
 
 
+def test_a_git_remote_without_git_installed_is_one_line(tmp_path: Path, so_cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    remote, build = make_remote(tmp_path / "mirrors"), tmp_path / "build"
+    make_build(build, so_cache, CPU_VARIANT)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # was a FileNotFoundError traceback
+    rc = main(["testorg/img2gray", "--version", "0.1.0", "--build-dir", str(build), "--git-remote", str(remote)])
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert rc == 1 and last == (f"error: testorg/img2gray: listing refs of {remote}: cannot run git (No such file or "
+                                "directory); --git-remote needs git installed")
+
+
 def test_dry_run_writes_nothing(tmp_path: Path, so_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     remote = make_remote(tmp_path / "mirrors")
     build = make_build(tmp_path / "build", so_cache, CPU_VARIANT, NOARCH)

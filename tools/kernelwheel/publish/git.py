@@ -26,7 +26,11 @@ def _git_env() -> dict[str, str]:
 
 
 def _git(cwd: Path | None, *args: str, what: str) -> str:
-    proc = subprocess.run(["git", *args], check=False, cwd=cwd, env=_git_env(), capture_output=True, text=True)
+    try:
+        proc = subprocess.run(["git", *args], check=False, cwd=cwd, env=_git_env(), capture_output=True, text=True)
+    except OSError as exc:  # no git on PATH
+        raise PublishFailed(f"{what}: cannot run git ({exc.strerror or exc}); --git-remote needs git installed") \
+            from None
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip()
         raise PublishFailed(f"{what}: git {args[0]} failed (exit {proc.returncode}): {detail}")
