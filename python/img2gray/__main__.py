@@ -135,11 +135,17 @@ def _write_whole(target: Path, data: bytes) -> None:
         raise
 
 
+def _path(text: str) -> Path:
+    if not text:  # Path("") is the current folder
+        raise argparse.ArgumentTypeError("expected a file name, got ''")
+    return Path(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m img2gray", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("image", nargs="?", type=Path, help="an RGB image file to convert")
-    parser.add_argument("output", nargs="?", type=Path, help="where to write the grayscale image (.png, .jpg, ...)")
+    parser.add_argument("image", nargs="?", type=_path, help="an RGB image file to convert")
+    parser.add_argument("output", nargs="?", type=_path, help="where to write the grayscale image (.png, .jpg, ...)")
     args = parser.parse_args(argv)
     if (args.image is None) != (args.output is None):
         parser.error("give both IMAGE and OUTPUT, or neither")

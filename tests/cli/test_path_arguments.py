@@ -27,6 +27,28 @@ CASES = {
 }
 
 
+EMPTY = {  # Path("") is ".", the current folder: `index ''` used to index it
+    "hub2wheel --out": ["tools.hub2wheel", "org/x", "--out", ""],
+    "index WHEELHOUSE": ["tools.cli.index", ""],
+    "upload WHEELS": ["tools.cli.upload", "--check-only", ""],
+    "publish --build-dir": ["tools.cli.publish", "org/x", "--version", "1.0.0", "--dry-run", "--build-dir", ""],
+    "build_wheel --out": ["tools.cli.build_wheel", "--out", ""],
+    "build_variants --out": ["tools.cli.build_variants", "--out", ""],
+    "verify_wheel --sigstore-trusted-root": ["tools.cli.verify_wheel", "x.whl", "--sigstore-trusted-root", ""],
+    "img2gray OUTPUT": ["img2gray", PHOTO, ""],
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY))
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(case: str, tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", *EMPTY[case]], cwd=tmp_path, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1].endswith(("expected a path, got '' (an empty string, not the current "
+                                                    "folder '.')", "expected a file name, got ''")), result.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written where it ran
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_path_too_long_to_look_up_is_one_line(case: str) -> None:
     argv, returncode, start = CASES[case]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tools.build.variants import ROOT, TorchEnv, build_variants
+from tools.kernelwheel.arguments import path_argument
 from tools.kernelwheel.console import make_console, print_error
 from tools.kernelwheel.errors import ToolError
 
@@ -17,11 +18,11 @@ from tools.kernelwheel.errors import ToolError
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.cli.build_variants", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--torch-env", action="append", type=Path, default=None, metavar="PYTHON",
+    parser.add_argument("--torch-env", action="append", type=path_argument, default=None, metavar="PYTHON",
                         help="a Python interpreter (or venv folder) with torch; repeatable (default: this Python)")
     parser.add_argument("--abi", action="append", choices=("classic", "stable"), default=None,
                         help="which ABIs to build; repeatable (default: both)")
-    parser.add_argument("--out", type=Path, default=ROOT / "build",
+    parser.add_argument("--out", type=path_argument, default=ROOT / "build",
                         help="where the variant folders go (default: build/)")
     args = parser.parse_args(argv)
     # absolute() but not resolve(): a venv's python is a symlink out of the venv, and must stay the venv's.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 from tools.build.wheel import ABIS, DEFAULT_PLATFORM, ROOT, build
+from tools.kernelwheel.arguments import path_argument
 from tools.kernelwheel.console import make_console, print_error
 from tools.kernelwheel.errors import ToolError
 
@@ -15,7 +15,8 @@ from tools.kernelwheel.errors import ToolError
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.cli.build_wheel", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=ROOT / "wheelhouse", help="output folder (default: wheelhouse/)")
+    parser.add_argument("--out", type=path_argument, default=ROOT / "wheelhouse",
+                        help="output folder (default: wheelhouse/)")
     parser.add_argument("--abi", choices=ABIS, default=None,
                         help="stable (torch stable ABI, one wheel for torch >= 2.10), classic (ATen, one torch "
                              "minor) or auto (stable when the torch is new enough); default: $IMG2GRAY_ABI, else auto")

@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tools.kernelwheel import hub
+from tools.kernelwheel.arguments import path_argument
 from tools.kernelwheel.atomic import (
     Terminated,
     check_writable_directory,
@@ -80,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--variant", action="append", default=[], metavar="GLOB",
                         help="only variants matching this glob (repeatable)")
     parser.add_argument("--lock", metavar="KERNELS_LOCK", help="convert every kernel a kernels.lock pins, verified")
-    parser.add_argument("--out", type=Path, default=Path("wheelhouse"), help="output directory (default: wheelhouse)")
+    parser.add_argument("--out", type=path_argument, default=Path("wheelhouse"),
+                        help="output directory (default: wheelhouse)")
     parser.add_argument("--dist-name", help="distribution base name (default: the kernel's name)")
     parser.add_argument("--kernel-version", help="kernel version when neither the ref nor metadata.json gives one")
     parser.add_argument("--trust-remote-code", action="store_true",

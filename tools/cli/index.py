@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from tools.kernelwheel.arguments import path_argument
 from tools.kernelwheel.console import make_console, print_error, print_step
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.index.writer import write_index
@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Write a static PEP 503 index (with PEP 658 metadata and per-torch sub-indexes) "
         "for the wheels in a folder.",
     )
-    parser.add_argument("wheelhouse", type=Path, help="folder holding the .whl files (e.g. wheelhouse)")
+    parser.add_argument("wheelhouse", type=path_argument, help="folder holding the .whl files (e.g. wheelhouse)")
     parser.add_argument(
         "--torch",
         action="append",

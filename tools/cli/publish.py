@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tools.kernelwheel import hub
+from tools.kernelwheel.arguments import path_argument
 from tools.kernelwheel.console import make_console, print_error
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.publish.git import GitTransport
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("repo_id", help="Hub repository id (org/name)")
     parser.add_argument("--version", required=True, help="the release to publish (PEP 440, e.g. 0.1.0)")
-    parser.add_argument("--build-dir", type=Path, default=Path("build"),
+    parser.add_argument("--build-dir", type=path_argument, default=Path("build"),
                         help="folder holding <variant>/ folders (default: build)")
     parser.add_argument("--git-remote", metavar="PATH_OR_URL",
                         help="publish to this git repository instead of the Hub (HF_ENDPOINT)")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
+from tools.kernelwheel.arguments import path_argument
 from tools.kernelwheel.console import make_console, print_error, print_step
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.publish.upload import check_wheels, upload
@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="example: TWINE_PASSWORD=... python -m tools.cli.upload --repository-url http://127.0.0.1:8080/ "
         "-u uploader wheelhouse/*.whl",
     )
-    parser.add_argument("wheels", nargs="+", type=Path, help="the .whl files")
+    parser.add_argument("wheels", nargs="+", type=path_argument, help="the .whl files")
     parser.add_argument("--repository-url", help="the index's upload URL, e.g. http://127.0.0.1:8080/ (pypiserver)")
     parser.add_argument("-u", "--username", help="passed to twine; the password comes from TWINE_PASSWORD")
     parser.add_argument("--check-only", action="store_true", help="validate the wheels, upload nothing")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tools.kernelwheel.arguments import path_argument
 from tools.kernelwheel.digests import verify_digest
 from tools.kernelwheel.errors import (
     DigestMismatch,
@@ -201,7 +202,7 @@ class SignatureOptions:
 
 def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
     """``--sigstore-trusted-root`` and ``--signer-workflow``, spelled the same in every command."""
-    parser.add_argument("--sigstore-trusted-root", type=Path, metavar="FILE",
+    parser.add_argument("--sigstore-trusted-root", type=path_argument, metavar="FILE",
                         help="verify signatures against this Sigstore trusted_root.json (default: Sigstore's "
                              "production root through TUF, as kernels)")
     parser.add_argument("--signer-workflow", action="append", default=[], metavar="URI",
