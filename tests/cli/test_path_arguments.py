@@ -20,6 +20,9 @@ CASES = {
     "verify_wheel TARGET": (["tools.cli.verify_wheel", TOO_LONG], 1, f"error: {TOO_LONG!r} is neither a .whl file"),
     "publish --build-dir": (["tools.cli.publish", "org/x", "--version", "1.0.0", "--dry-run", "--git-remote", "/tmp",
                              "--build-dir", TOO_LONG], 1, f"error: {TOO_LONG}: no such folder"),
+    "publish --git-remote": (["tools.cli.publish", "org/x", "--version", "1.0.0", "--dry-run", "--build-dir",
+                              "/nonexistent-build", "--git-remote", TOO_LONG], 1,  # not a path: taken as a URL
+                             "error: /nonexistent-build: no such folder"),
     "img2gray IMAGE": (["img2gray", TOO_LONG + ".png", "/tmp/gray.png"], 2,
                        f"python -m img2gray: error: cannot read {TOO_LONG}.png: no such file"),
     "img2gray OUTPUT": (["img2gray", PHOTO, TOO_LONG + ".png"], 2,

@@ -38,6 +38,8 @@ from tools.kernelwheel.install import (
 )
 from tools.kernelwheel.urls import redact
 
+_MAX_TIMEOUT_S = 86400  # beyond it the deadline's arithmetic overflows long before anyone waits that long
+
 
 def _find_uv() -> str:
     """uv on PATH, else the one installed beside this interpreter (an unactivated venv); "" when neither."""
@@ -50,8 +52,9 @@ def _seconds(text: str) -> float:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
-    if not 0 < seconds < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not 0 < seconds <= _MAX_TIMEOUT_S:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, at most {_MAX_TIMEOUT_S} (a day), "
+                                         f"got {text!r:.40}")
     return seconds
 
 

@@ -49,7 +49,7 @@ class GitTransport:
     @classmethod
     def from_arg(cls, remote: str) -> GitTransport:
         path = Path(remote).expanduser()
-        return cls(str(path.resolve()) if path.exists() else remote)
+        return cls(str(path.resolve()) if os.path.exists(path) else remote)  # os.path: False for a name too long
 
     @property
     def label(self) -> str:
