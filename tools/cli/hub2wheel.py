@@ -105,25 +105,24 @@ def build_parser() -> argparse.ArgumentParser:
 def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: hub.HubSettings,
              trust: TrustPolicy, console: Console) -> Iterable[Source]:
     if args.lock:
-        if args.source is not None:
-            _check_repo_id(parser, "SOURCE (with --lock)", args.source)
         return lock_sources(settings, Path(args.lock), repo_id=args.source, trust=trust, console=console)
-    local = Path(args.source)
-    if os.path.isdir(local) or args.source.startswith((".", "/")):  # False, not OSError, for a name too long
+    if _is_local(args.source):
         if args.revision or args.version:
             parser.error("--revision/--version apply to Hub repositories, not to a local directory")
-        return [local_source(local)]
-    problem = repo_id_problem(args.source)
-    if problem is not None:
-        parser.error(f"SOURCE: {problem} (and no directory of that name exists)")
+        return [local_source(Path(args.source))]
     return [hub_source(settings, args.source, revision=args.revision, version_spec=args.version,
                        variant_globs=args.variant, trust=trust, console=console)]
 
 
-def _check_repo_id(parser: argparse.ArgumentParser, what: str, repo_id: str) -> None:
+def _is_local(source: str) -> bool:
+    """SOURCE names a directory (it exists, or it is spelled as a path), not a Hub repository."""
+    return os.path.isdir(source) or source.startswith((".", "/"))  # os.path: False, not OSError, for a name too long
+
+
+def _check_repo_id(parser: argparse.ArgumentParser, what: str, repo_id: str, after: str = "") -> None:
     problem = repo_id_problem(repo_id)
     if problem is not None:
-        parser.error(f"{what}: {problem}")
+        parser.error(f"{what}: {problem}{after}")
 
 
 def _print_report(report: Report, console: Console) -> None:
@@ -147,6 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             validate_kernel_name(args.dist_name)
     except ToolError as exc:
         parser.error(str(exc))
+    # Repository ids are usage errors, so they are checked before --out is swept or anything is fetched.
+    if args.lock and args.source is not None:
+        _check_repo_id(parser, "SOURCE (with --lock)", args.source)
+    elif not args.lock and not _is_local(args.source):
+        _check_repo_id(parser, "SOURCE", args.source, " (and no directory of that name exists)")
     for repo_id in args.trust_repo:
         _check_repo_id(parser, "--trust-repo", repo_id)
     if args.revision == "":
