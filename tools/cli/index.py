@@ -22,7 +22,7 @@ def _torch_minor(text: str) -> Version:
         version = Version(text)
     except InvalidVersion:
         version = None
-    if version is None or len(version.release) != 2 or str(version) != f"{version.major}.{version.minor}":
+    if version is None or str(version) != f"{version.major}.{version.minor}":  # no patch, pre, post, dev or local
         raise argparse.ArgumentTypeError(f"expected a torch minor version X.Y (e.g. 2.14), got {text!r}")
     return version
 

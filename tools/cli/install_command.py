@@ -85,10 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_project_name(args.project)  # a usage error, before the target is probed
     except ToolError as exc:
         parser.error(f"project: {exc}")
-    uv = _find_uv() if args.run and args.installer == "uv" else ""
-    if args.run and args.installer == "uv" and not uv:
-        parser.error(f"--installer uv --run: uv is neither on PATH nor beside {sys.executable}; install it "
-                     "(pip install uv) or use --installer pip")
+    uv = ""
+    if args.run and args.installer == "uv":
+        uv = _find_uv()
+        if not uv:
+            parser.error(f"--installer uv --run: uv is neither on PATH nor beside {sys.executable}; install it "
+                         "(pip install uv) or use --installer pip")
     console = make_console()
     index_url = with_password(args.index_url, os.environ.get(PASSWORD_ENV))
     deadline = time.monotonic() + args.timeout  # one deadline for probing the target and reading the index

@@ -81,9 +81,7 @@ def _parse(raw: bytes, source: str) -> list[KernelLock]:
     current = _parse_current(raw.decode("utf-8"))  # loads_limited has checked that it decodes
     if current is not None:
         for lock in current:
-            problem = repo_id_problem(lock.repo_id)
-            if problem is not None:
-                raise InvalidLockfile(f"{source}: repo_id: {problem}")
+            _check_repo_id(lock.repo_id, source)
         return current
     if not isinstance(data, list):
         raise InvalidLockfile(f"{source}: expected a JSON list of kernel locks, got {type(data).__name__}")
@@ -105,9 +103,7 @@ def _parse(raw: bytes, source: str) -> list[KernelLock]:
         repo_id, sha, variants = entry["repo_id"], entry["sha"], entry["variants"]
         if not isinstance(repo_id, str):
             raise InvalidLockfile(f"{where}: repo_id must be a string, got {type(repo_id).__name__}")
-        problem = repo_id_problem(repo_id)
-        if problem is not None:
-            raise InvalidLockfile(f"{where}: repo_id: {problem}")
+        _check_repo_id(repo_id, where)
         if not isinstance(sha, str) or not _SHA.fullmatch(sha):
             raise InvalidLockfile(f"{where} ({repo_id}): sha {sha!r} is not a 40-hex-digit commit")
         if not isinstance(variants, dict):
@@ -129,6 +125,12 @@ def _parse(raw: bytes, source: str) -> list[KernelLock]:
             parsed[name] = VariantLock(lock["hash"], hash_type)
         locks.append(KernelLock(repo_id, sha, MappingProxyType(parsed)))
     return locks
+
+
+def _check_repo_id(repo_id: str, where: str) -> None:
+    problem = repo_id_problem(repo_id)
+    if problem is not None:
+        raise InvalidLockfile(f"{where}: repo_id: {problem}")
 
 
 def load_lockfile(path: Path) -> list[KernelLock]:

@@ -19,6 +19,8 @@ import urllib.parse
 from pathlib import Path
 from types import ModuleType
 
+import huggingface_hub  # the package itself is lazy: only its constants module reads HF_ENDPOINT
+
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # The answer huggingface_hub turns into DisabledRepoError before it looks at a RepoNotFound code.
 _DISABLED = "Access to this resource is disabled."
@@ -39,12 +41,6 @@ def _constants() -> ModuleType:
     from huggingface_hub import constants
 
     return constants
-
-
-def _huggingface_hub_version() -> str:
-    import huggingface_hub
-
-    return str(huggingface_hub.__version__)
 
 
 def _implicit_credential(token: str | None) -> bool:
@@ -78,7 +74,7 @@ def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, r
     import urllib.request
 
     url = resolve_url(endpoint, repo_id, repo_type, revision, filename)
-    headers = {"User-Agent": f"hub2wheel; hf_hub/{_huggingface_hub_version()}", "Accept-Encoding": "identity"}
+    headers = {"User-Agent": f"hub2wheel; hf_hub/{huggingface_hub.__version__}", "Accept-Encoding": "identity"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     # Proxies from the environment, as huggingface_hub's client takes them; no redirect followed and no status

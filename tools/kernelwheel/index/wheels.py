@@ -21,8 +21,6 @@ from tools.kernelwheel.wheelfile import UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, r
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
 _MAX_PATCH = 99
 _NAME_MAX = 255  # bytes of one file name (ext4, xfs, tmpfs)
-# What reading a hostile zip can raise besides InvalidWheel: bad headers, corrupt deflate data, truncation, an
-# unsupported compression method or an encrypted member, names or METADATA that are not UTF-8.
 
 
 def admits_torch_minor(specifier: SpecifierSet | None, minor: Version) -> bool:
@@ -125,7 +123,7 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
     try:
         contents = read_wheel(path, path.name)  # raises InvalidWheel on a bad zip, RECORD or METADATA
         metadata = _metadata_bytes(path)
-    except UNREADABLE_ZIP_ERRORS as exc:
+    except UNREADABLE_ZIP_ERRORS as exc:  # from _metadata_bytes; read_wheel turns its own into InvalidWheel
         raise InvalidWheel(f"{path.name}: {UNREADABLE_ZIP} {one_line(exc)}") from None
     name = contents.name
     raw, _ = parse_email(metadata)
