@@ -69,9 +69,9 @@ def open_rgb(source: Path) -> Image.Image:
     except UnidentifiedImageError:
         raise ValueError(f"cannot read {source}: not an image file Pillow can open") from None
     except Image.DecompressionBombError as exc:  # says how many pixels, and the limit
-        raise ValueError(f"cannot read {source}: {' '.join(str(exc).split())}") from None
+        raise ValueError(f"cannot read {source}: {_one_line(exc)}") from None
     except (OSError, SyntaxError, ValueError) as exc:  # what Pillow's decoders raise for damaged data
-        raise ValueError(f"cannot read {source}: damaged or truncated image data ({' '.join(str(exc).split())})") \
+        raise ValueError(f"cannot read {source}: damaged or truncated image data ({_one_line(exc)})") \
             from None
 
 
@@ -121,18 +121,19 @@ def _write_whole(target: Path, data: bytes) -> None:
     """A temporary file beside ``target``, renamed over it: a failure leaves no partial image."""
     umask = os.umask(0)
     os.umask(umask)
-    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as temporary:
-        try:
-            temporary.write(data)
-            os.chmod(temporary.name, 0o666 & ~umask)  # what a plain open() would have made, not mkstemp's 0600
-        except BaseException:
-            os.unlink(temporary.name)
-            raise
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
-        os.replace(temporary.name, target)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, 0o666 & ~umask)  # what a plain open() would have made, not mkstemp's 0600
+        os.replace(temporary, target)
     except BaseException:
-        os.unlink(temporary.name)
+        os.unlink(temporary)
         raise
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _path(text: str) -> Path:
@@ -161,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             ok &= convert_file(image, args.image, args.output, fmt)
         except (OSError, ValueError) as exc:  # the disk said no, or the format refused the image
-            print(f"{parser.prog}: error: cannot write {args.output}: {' '.join(str(exc).split())}", file=sys.stderr)
+            print(f"{parser.prog}: error: cannot write {args.output}: {_one_line(exc)}", file=sys.stderr)
             return 1
     return 0 if ok else 1
 
