@@ -45,7 +45,9 @@ void convert_typed(const void* rgb, void* gray, int64_t begin, int64_t end) {
   convert_range(static_cast<const T*>(rgb) + 3 * begin, static_cast<T*>(gray) + begin, end - begin);
 }
 
-// Reads a non-negative integer setting from the environment; `fallback` when unset or not a number.
+// Reads a non-negative integer setting from the environment; `fallback` when unset or not a number. Nothing can be
+// raised here (a static initializer): python/img2gray/_settings.py applies the same rule, and the ISA choices below,
+// and warns at import for a value ignored here, so keep the two in step (tests/test_settings.py checks the rule).
 int64_t env_setting(const char* name, int64_t fallback) {
   const char* value = std::getenv(name);
   char* end = nullptr;

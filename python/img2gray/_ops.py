@@ -8,10 +8,12 @@ The installed wheel's library is ``_C`` registering ``torch.ops.img2gray``; a Hu
 from __future__ import annotations
 
 import importlib
+import os
 
 import torch  # loads libtorch (and, in CUDA builds of torch, libtorch_cuda and cudart) before our library
 
 from ._build_info import build_info
+from ._settings import warn_about_ignored_settings
 
 _MODULE = "_C"
 _NAMESPACE = "img2gray"
@@ -37,6 +39,7 @@ def _explain_load_failure(message: str) -> str:
 
 
 _load_library()
+warn_about_ignored_settings(os.environ)  # the library read them as it loaded
 ops = getattr(torch.ops, _NAMESPACE)
 
 
