@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv
 from tools.kernelwheel.naming import WheelName, torch_label, torch_minor
 
-ROOT = Path(__file__).resolve().parent.parent
 # The toolkit tests' fixtures (kernel repositories, olah on 127.0.0.1, helper venvs).
 pytest_plugins = ["tests.helpers.hub_fixtures"]
-WHEELHOUSE = ROOT / "wheelhouse"
+WHEELHOUSE = REPO_ROOT / "wheelhouse"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from img2gray.__main__ import main
+from tests.helpers.repo import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 PHOTO = REPO_ROOT / "samples" / "chelsea.png"
 
 

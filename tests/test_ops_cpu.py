@@ -27,8 +27,8 @@ import torch
 from PIL import Image
 
 import img2gray
+from tests.helpers.repo import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 POISON = 0xAB
 _PROT_NONE = 0  # <sys/mman.h>; the mmap module exports PROT_READ and PROT_WRITE only
 
@@ -200,9 +200,9 @@ def test_default_path(name: str) -> None:
 def _run_in_a_fresh_process(settings: dict[str, str], code: str) -> None:
     site = Path(img2gray.__file__).resolve().parent.parent  # the build under test (--img2gray-site or installed)
     env = {**os.environ, **settings,
-           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(site), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", f"from tests.test_ops_cpu import *; {code}; print('passed')"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     how = f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit {done.returncode}"
     assert done.returncode == 0, f"{settings or 'default path'} ({how}):\n{done.stderr[-3000:]}"
     assert "passed" in done.stdout

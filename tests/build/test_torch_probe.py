@@ -8,9 +8,10 @@ from pathlib import Path
 
 import torch
 
+from tests.helpers.repo import REPO_ROOT
 from tools.build.torch_probe import probe
 
-SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "build" / "torch_probe.py"
+SCRIPT = REPO_ROOT / "tools" / "build" / "torch_probe.py"
 
 
 def test_probe_matches_the_imported_torch() -> None:

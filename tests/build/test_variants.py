@@ -20,7 +20,8 @@ from packaging.version import Version as pv
 
 from tests.helpers.elf import demangled, dynamic_symbols
 from tests.helpers.git_remotes import make_remote
-from tests.helpers.hub_fixtures import REPO_ROOT, olah_server, pip_install_by_name
+from tests.helpers.hub_fixtures import olah_server, pip_install_by_name
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.build.variants import TorchEnv, build_id, plan_variants
 from tools.kernelwheel.digests import verify_digest

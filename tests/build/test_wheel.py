@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.hub_fixtures import REPO_ROOT
+from tests.helpers.repo import REPO_ROOT
 from tools.build.wheel import DEFAULT_PLATFORM, check_platform
 from tools.kernelwheel.errors import BuildFailed
 

@@ -22,7 +22,8 @@ import pytest
 from packaging.utils import parse_wheel_filename
 
 from tests.helpers import kernel_repos
-from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos, olah_server, pip_install_by_name
+from tests.helpers.hub_fixtures import HubRepos, olah_server, pip_install_by_name
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.cli.hub2wheel import main

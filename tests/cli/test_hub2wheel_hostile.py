@@ -25,10 +25,10 @@ import pytest
 
 from tests.helpers import kernel_repos
 from tests.helpers.elf import as_aarch64, endless_version_needs
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tools.kernelwheel.atomic import stale_temporary_owner
 
-REPO = Path(__file__).resolve().parents[2]
 GOOD = "torch213-cxx11-cpu-x86_64-linux"
 GOOD_WHEEL = "img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
 SO = "_img2gray_cpu_abc1234.abi3.so"
@@ -36,8 +36,8 @@ SO = "_img2gray_cpu_abc1234.abi3.so"
 
 def _hub2wheel(args: list[str], env_home: Path, timeout: float = 120,
                preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HOME": str(env_home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "tools.hub2wheel", *args], cwd=REPO, env=env, capture_output=True,
+    env = {**os.environ, "HF_HOME": str(env_home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "tools.hub2wheel", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout, preexec_fn=preexec)
 
 
@@ -221,10 +221,10 @@ def test_a_full_disk_skips_that_variant_and_leaves_nothing_partial(big_repo: Pat
         pytest.skip("unprivileged user namespaces are not available here (the EFBIG test covers the same path)")
     out = tmp_path / "out"
     out.mkdir()
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
     script = (f"mount -t tmpfs -o size=1m tmpfs {out} && {sys.executable} -m tools.hub2wheel {big_repo} --out {out}; "
               f"echo rc=$?; ls -A {out}")
-    run = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], cwd=REPO, env=env,
+    run = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script], cwd=REPO_ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     assert "Traceback" not in run.stderr, run.stderr
     lines = run.stdout.splitlines()
@@ -239,9 +239,9 @@ def _signal_mid_write(big_repo: Path, out: Path, home: Path, signum: int) -> sub
     """Start a run and send it ``signum`` the moment its temporary wheel file exists in ``out`` (the 48 MiB member
     then takes about a second to deflate). Not SIGSTOP first: a SIGTERM pending across SIGSTOP/SIGCONT can reach
     Python's main thread only once its wait ends, which is not what a real ``kill`` does."""
-    env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
     run = subprocess.Popen([sys.executable, "-m", "tools.hub2wheel", str(big_repo), "--out", str(out),
-                            "--variant", "torch212-*"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            "--variant", "torch212-*"], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, preexec_fn=deliverable_stop_signals)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -280,10 +280,10 @@ def test_sigterm_mid_write_removes_its_temporaries(big_repo: Path, tmp_path: Pat
 def test_an_out_folder_whose_name_is_not_utf8_is_printed_as_the_file_system_spells_it(flat_repo: Path,
                                                                                        tmp_path: Path) -> None:
     out = os.fsencode(tmp_path) + b"/wheels\xff"
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO),
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT),
            "PYTHONIOENCODING": "utf-8"}  # strict: print() of the path raised UnicodeEncodeError after the write
     run = subprocess.run([sys.executable, "-m", "tools.hub2wheel", str(flat_repo), "--out", out, "--variant", GOOD],
-                         cwd=REPO, env=env, capture_output=True, timeout=120)
+                         cwd=REPO_ROOT, env=env, capture_output=True, timeout=120)
     assert run.returncode == 0 and b"Traceback" not in run.stderr, run.stderr
     assert run.stdout == out + b"/" + GOOD_WHEEL.encode() + b"\n"
     assert os.listdir(out) == [GOOD_WHEEL.encode()]

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers.repo import REPO_ROOT
+
 TOO_LONG = "/tmp/" + "x" * 5000  # one component of 5000 bytes
-PHOTO = str(REPO / "samples" / "chelsea.png")
+PHOTO = str(REPO_ROOT / "samples" / "chelsea.png")
 
 CASES = {
     "hub2wheel SOURCE": (["tools.hub2wheel", TOO_LONG], 1, f"error: {TOO_LONG}: no such directory"),
@@ -45,7 +46,7 @@ EMPTY = {  # Path("") is ".", the current folder: `index ''` used to index it
 @pytest.mark.parametrize("case", sorted(EMPTY))
 def test_an_empty_path_is_a_usage_error_not_the_current_folder(case: str, tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", *EMPTY[case]], cwd=tmp_path, capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.stderr.splitlines()[-1].endswith(("expected a path, got '' (an empty string, not the current "
                                                     "folder '.')", "expected a file name, got ''")), result.stderr
@@ -56,7 +57,7 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(case: str, tmp_pa
 def test_a_path_too_long_to_look_up_is_one_line(case: str) -> None:
     argv, returncode, start = CASES[case]
     env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, "-m", *argv], cwd=REPO, env=env, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", *argv], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                             timeout=120)
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.returncode == returncode, result.stderr[-2000:]

@@ -30,6 +30,7 @@ from packaging.utils import canonicalize_name
 from tests.helpers import standin_wheels as standin
 from tests.helpers.pypiserver import PASSWORD, USER
 from tests.helpers.pypiserver import pypiserver as run_pypiserver
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import free_port, serving
 from tools.cli import hub2wheel
 from tools.kernelwheel.errors import NoCompatibleWheel
@@ -39,7 +40,6 @@ from tools.kernelwheel.naming import WheelName, labelled_torch, torch_label
 
 pytestmark = pytest.mark.slow
 PROJECT = "img2gray-cu130"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PYPI = "https://pypi.org/simple"
 TORCH = importlib.metadata.version("torch")  # what the fresh venvs get: the suite's own torch (2.14.1)
 _TIMEOUT_S = 300

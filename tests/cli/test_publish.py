@@ -20,7 +20,8 @@ from packaging.version import Version
 
 from tests.helpers import kernel_repos
 from tests.helpers.git_remotes import make_build, make_remote, refs, rehash
-from tests.helpers.hub_fixtures import REPO_ROOT, olah_server, pip_install_by_name
+from tests.helpers.hub_fixtures import olah_server, pip_install_by_name
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.cli.publish import main
 from tools.kernelwheel.errors import VersionExists

@@ -21,8 +21,8 @@ import requests
 
 from tests.helpers import standin_wheels as standin
 from tests.helpers.pypiserver import PASSWORD, USER, pypiserver
+from tests.helpers.repo import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 JUNK = "junk-1.0-py3-none-any.whl"
 
 

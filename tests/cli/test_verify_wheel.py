@@ -15,13 +15,14 @@ from kernels.verify import VerificationResult
 
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.sigstore_fixtures import (
     SigstoreInstance,
     WorkflowIdentity,
     kernels_verify_variant,
     tamper_ops_and_rewrite_digest,
 )
-from tests.helpers.venvs import REPO_ROOT, fresh_venv
+from tests.helpers.venvs import fresh_venv
 from tools.cli import hub2wheel, verify_wheel
 
 # The sigstore and trusted_root fixtures: this module's own Sigstore instance and its trusted_root.json.

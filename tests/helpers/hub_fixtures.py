@@ -18,7 +18,6 @@ from tests.helpers import kernel_repos
 from tests.helpers.servers import free_port, serving
 from tests.helpers.venvs import helper_venv
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 OLAH_VERSION = "0.5.4"
 KERNELS_VERSION = "0.11.3"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.repo import REPO_ROOT
 
 
 def helper_venv(name: str, *requirements: str) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tools.kernelwheel.atomic import (
     Terminated,
@@ -164,7 +165,7 @@ with sigterm_exits(), atomic_path(out / "w.whl") as tmp, temporary_directory(out
 
 def _start_writer(out: Path) -> subprocess.Popen[str]:
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(out)], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parents[2], preexec_fn=deliverable_stop_signals)
+                              cwd=REPO_ROOT, preexec_fn=deliverable_stop_signals)
     assert writer.stdout is not None and writer.stdout.readline() == "writing\n"
     return writer
 

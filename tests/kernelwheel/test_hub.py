@@ -16,7 +16,8 @@ import pytest
 from huggingface_hub import constants as hf_constants
 from packaging.version import Version
 
-from tests.helpers.hub_fixtures import REPO_ROOT, HubRepos
+from tests.helpers.hub_fixtures import HubRepos
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import silent_server
 from tools.kernelwheel import hub
 from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound

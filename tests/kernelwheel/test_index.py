@@ -18,6 +18,7 @@ from packaging.version import Version
 from wheel.wheelfile import WheelFile
 
 from tests.helpers import standin_wheels as standin
+from tests.helpers.repo import REPO_ROOT
 from tools.cli import index as index_cli
 from tools.kernelwheel import atomic
 from tools.kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
@@ -30,7 +31,6 @@ from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_whe
 T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"
 T214 = "img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl"
 STABLE = "img2gray_stable_cu130-0.1.0-cp39-abi3-manylinux_2_28_x86_64.whl"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 _LINK = re.compile(r'<a href="([^"#]+)#sha256=([0-9a-f]{64})"([^>]*)>([^<]+)</a>')
 
 

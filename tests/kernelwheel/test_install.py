@@ -25,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tests.helpers import standin_wheels as standin
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import in_thread, send_endless_body
 from tools.cli import install_command
 from tools.kernelwheel.errors import (
@@ -442,7 +443,6 @@ def test_a_second_backend_of_an_installed_kernel_is_refused(cuda_index: Path) ->
 
 # ---------------------------------------------------------------------------------------------- hostile input (J)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class _RecordingHandler(_QuietHandler):
