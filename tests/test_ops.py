@@ -15,7 +15,8 @@ import torch
 from PIL import Image
 
 import img2gray
-from tests.conftest import DEVICES, ROOT
+from tests.conftest import DEVICES
+from tests.helpers.repo import REPO_ROOT
 
 FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 ALL_DTYPES = [torch.uint8, *FLOAT_DTYPES]
@@ -54,7 +55,7 @@ def test_uint8_matches_pillow_for_every_rgb_triple(device: str) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("photo", sorted((ROOT / "samples").glob("*.png")), ids=lambda p: p.name)
+@pytest.mark.parametrize("photo", sorted((REPO_ROOT / "samples").glob("*.png")), ids=lambda p: p.name)
 def test_uint8_matches_pillow_on_photographs(photo: Path, device: str) -> None:
     with Image.open(photo) as image:
         rgb = torch.from_numpy(np.asarray(image.convert("RGB")).copy())

@@ -15,8 +15,9 @@ import kernel_abi_check
 import pytest
 import torch
 
-from tests.conftest import ROOT, WHEELHOUSE, stable_wheels
+from tests.conftest import WHEELHOUSE, stable_wheels
 from tests.helpers.elf import demangled, dynamic_symbols, extracted_library
+from tests.helpers.repo import REPO_ROOT
 from tools.build.wheel import build
 from tools.kernelwheel.naming import WheelName
 from tools.kernelwheel.wheelfile import read_wheel
@@ -90,7 +91,7 @@ def test_cpu_only_wheel_runs_the_op_tests_under_cpu_torch_2_13(cpu_stable_wheel:
                               "img2gray-cpu"], capture_output=True, text=True)
     assert install.returncode == 0, install.stderr
     tests = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py"],
-                           cwd=ROOT, capture_output=True, text=True)
+                           cwd=REPO_ROOT, capture_output=True, text=True)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
     assert " failed" not in tests.stdout and " passed" in tests.stdout
     header = subprocess.run([python, "-c", "import img2gray, torch; i = img2gray.build_info(); "

@@ -6,19 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.repo import REPO_ROOT
 from tools.build.manifest import BuildManifest, main
 from tools.kernelwheel.errors import InvalidManifest
 
 
 def test_project_manifest() -> None:
-    manifest = BuildManifest.load(ROOT / "build.toml")
+    manifest = BuildManifest.load(REPO_ROOT / "build.toml")
     assert manifest.name == "img2gray" and manifest.python_package == "img2gray"
     assert manifest.cuda_capabilities[-1] == "12.0+PTX" and "9.0" in manifest.cuda_capabilities
 
 
 def test_cmake_output(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(ROOT / "build.toml")]) == 0
+    assert main([str(REPO_ROOT / "build.toml")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "NAME=img2gray" and lines[2].startswith("CUDA_CAPABILITIES=7.5;8.0;")
 
