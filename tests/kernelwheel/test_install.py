@@ -667,6 +667,15 @@ def test_a_page_that_never_ends_is_refused_at_64_mib_not_held_in_memory(tmp_path
     assert message == f"error: http://{host}/simple/img2gray-cu130/: the answer is over 64 MiB, refusing it"
 
 
+def test_a_local_page_that_never_ends_is_refused_at_64_mib_not_held_in_memory(tmp_path: Path) -> None:
+    """A file:// index is read from disk, under the same limit as an http(s) answer."""
+    page = tmp_path / "simple" / "img2gray-cu130" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.symlink_to("/dev/zero")
+    message = _one_error(_command("--index-url", (tmp_path / "simple").as_uri() + "/", "img2gray-cu130"))
+    assert message == f"error: {page.parent.as_uri()}/: the answer is over 64 MiB, refusing it"
+
+
 @pytest.mark.parametrize("phase", ["status line", "body"])
 def test_a_server_dripping_one_byte_every_5_s_ends_at_the_deadline(phase: str) -> None:
     with _drip_server(phase) as host:

@@ -153,8 +153,9 @@ def _unreachable(url: str, exc: BaseException) -> IndexUnreachable:
     return IndexUnreachable(f"{redact(url)}: {reason}; is the index URL right and the server running?")
 
 
-def _read_file(url: str) -> bytes | None:
-    """The bytes of a file:// URL (a folder URL reads its ``index.html``); None when there is no such file.
+def _read_file(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge = _page_too_large) -> bytes | None:
+    """The bytes of a file:// URL (a folder URL reads its ``index.html``); None when there is no such file; past
+    ``max_bytes``, ``too_large(url)`` as for an http(s) answer (a page linked to /dev/zero must not fill memory).
 
     pypi-simple's client is requests-based and requests does not read file://, so a static index tree is read
     from disk here; its pages are still parsed by pypi-simple (``ProjectPage.from_html``).
@@ -166,11 +167,15 @@ def _read_file(url: str) -> bytes | None:
     if parts.path.endswith("/"):
         path /= "index.html"
     try:
-        return path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(max_bytes + 1)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
     except OSError as exc:
         raise IndexUnreachable(f"{redact(url)}: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise too_large(url)
+    return data
 
 
 def _check_scheme(url: str) -> str:
@@ -314,17 +319,18 @@ def _wheel(candidate: Candidate) -> bytes:
     url = candidate.url
     what = f"wheel {candidate.filename}"
     missing = IndexUnreachable(f"{redact(url)}: listed on the index but not downloadable (404)")
+
+    def too_large(where: str) -> ToolError:
+        return InvalidWheel(f"{redact(where)}: the {what} is over {_MAX_WHEEL_BYTES >> 30} GiB, refusing it")
+
     if _check_scheme(url) == "file":
-        data = _read_file(url)
+        data = _read_file(url, _MAX_WHEEL_BYTES, too_large)
         if data is None:
             raise missing
         _check_local(data, candidate.digests, url, what)
         return data
     try:
         # In memory, not in a temporary file: a download abandoned at the command's deadline leaves nothing behind.
-        def too_large(where: str) -> ToolError:
-            return InvalidWheel(f"{redact(where)}: the {what} is over {_MAX_WHEEL_BYTES >> 30} GiB, refusing it")
-
         with (_client(url, _MAX_WHEEL_BYTES, too_large) as client,
               client.s.get(url, stream=True, timeout=_TIMEOUT_S) as response):
             if response.status_code == 404:
