@@ -166,16 +166,19 @@ def _read_file(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge =
     path = Path(url2pathname(unquote(parts.path)))
     if parts.path.endswith("/"):
         path /= "index.html"
+    received = bytearray()
     try:
         with path.open("rb") as file:
-            data = file.read(max_bytes + 1)
+            # In chunks: read(max_bytes + 1) would ask for the whole limit (2 GiB for a wheel) up front.
+            while chunk := file.read(1 << 20):
+                received += chunk
+                if len(received) > max_bytes:
+                    raise too_large(url)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
     except OSError as exc:
         raise IndexUnreachable(f"{redact(url)}: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:
-        raise too_large(url)
-    return data
+    return bytes(received)
 
 
 def _check_scheme(url: str) -> str:
