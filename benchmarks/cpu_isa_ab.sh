@@ -3,11 +3,12 @@
 # 1 thread and all, on the default path (AVX-512 on the Xeon hosts) and with IMG2GRAY_CPU_ISA=avx2, alternated
 # ROUNDS times in one call so that a host whose memory speed drifts hits both alike. Usage (device tool):
 #   run(command="bash benchmarks/cpu_isa_ab.sh dist/k-cpu 3", carry=["dist/k-cpu"], timeout_s=590)
-# dist/k-cpu/*.whl: the stable-ABI wheel as `make wheel` built it here; results in $OUT/f32-<round>-<isa>.json.
+# dist/k-cpu/*.whl: the stable-ABI wheel as `make wheel` built it here; results in results.tgz: f32-<round>-<isa>.json.
 set -uo pipefail
 DIR=${1:-dist/k-cpu}
 ROUNDS=${2:-3}
-OUT=${OUT:-/tmp/out}
+# shellcheck source=benchmarks/device_out.sh
+source "$(dirname "$0")/device_out.sh"  # $OUT: a work folder, packed into results.tgz
 SITE=/tmp/site-isa
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-index --no-compile --target "$SITE" "$DIR"/*.whl || exit 1
@@ -24,5 +25,6 @@ for round in $(seq 1 "$ROUNDS"); do
     PYTHONPATH=$SITE timeout 90 python3 benchmarks/bench_cpu.py --dtype float32 --size 3840x2160 \
       --json "$OUT/f32-$round-$isa.json" > "$OUT/f32-$round-$isa.txt" 2>&1
     grep -E "^\| 3840x2160" "$OUT/f32-$round-$isa.txt"
+    pack
   done
 done

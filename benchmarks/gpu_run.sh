@@ -13,12 +13,14 @@
 # memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants,
 # launch (benchmarks/launch_cost.cu: one kernel launch from plain C++, the floor under a small frame; into gpu.txt),
 # ab (the small-frame and per-call rows twice, alternating dist/gpu/baseline/*.whl, e.g. the last commit's wheel, with
-# the stable wheel: a host-path change against its baseline in one run; $OUT/ab.txt and ab.json).
+# the stable wheel: a host-path change against its baseline in one run; ab.txt and ab.json).
+# Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
 set -uo pipefail
 GPU=${1:-dist/gpu}
 PHASE=${2:-stable,bench,classic}
 [ "$PHASE" = all ] && PHASE=stable,bench,classic
-OUT=${OUT:-/tmp/out}
+# shellcheck source=benchmarks/device_out.sh
+source "$(dirname "$0")/device_out.sh"  # $OUT: a work folder, packed into results.tgz
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
@@ -73,4 +75,5 @@ for phase in ${PHASE//,/ }; do
         /tmp/ab-*.json ;;
     all) echo "all = stable,bench,classic" ;;
   esac
+  pack
 done
