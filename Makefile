@@ -17,10 +17,12 @@ test: install lint
 	$(PY) -m pytest
 	$(PY) -m pytest --img2gray-site dist/site-classic tests/test_ops.py tests/test_ops_cuda.py
 
-# Static checks (configured in pyproject.toml): ruff over the Python tree, mypy --strict over tools/ and the op package.
+# Static checks (configured in pyproject.toml): ruff over the Python tree, mypy --strict over tools/ and the op package,
+# shellcheck over the benchmark scripts the device runs.
 lint: venv
 	$(VENV)/bin/ruff check tools tests benchmarks python
 	$(VENV)/bin/mypy
+	$(VENV)/bin/shellcheck -x benchmarks/*.sh
 
 # pip wheel (CUDA sources compiled with nvcc when torch and the toolkit have CUDA) + auditwheel repair, once per
 # ABI: stable (img2gray-cu130 0.1.0, every torch >= 2.10; the default) and classic (0.1.0+torch2.14).
