@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tools.kernelwheel import hub
-from tools.kernelwheel.arguments import path_argument
+from tools.kernelwheel.arguments import check_repo_id_argument, path_argument
 from tools.kernelwheel.atomic import (
     Terminated,
     check_writable_directory,
@@ -31,7 +31,6 @@ from tools.kernelwheel.dependency_tree import convert_with_dependencies
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.kernel_depends import Dependency
 from tools.kernelwheel.naming import parse_version, validate_kernel_name
-from tools.kernelwheel.repo_id import repo_id_problem
 from tools.kernelwheel.selection import VariantFilter
 from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments
 from tools.kernelwheel.sources import dependency_source, hub_source, local_source, lock_sources
@@ -119,12 +118,6 @@ def _is_local(source: str) -> bool:
     return os.path.isdir(source) or source.startswith((".", "/"))  # os.path: False, not OSError, for a name too long
 
 
-def _check_repo_id(parser: argparse.ArgumentParser, what: str, repo_id: str, after: str = "") -> None:
-    problem = repo_id_problem(repo_id)
-    if problem is not None:
-        parser.error(f"{what}: {problem}{after}")
-
-
 def _print_report(report: Report, console: Console) -> None:
     for name, reason in report.skipped:
         print_skipped(console, name, reason)
@@ -148,11 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     # Repository ids are usage errors, so they are checked before --out is swept or anything is fetched.
     if args.lock and args.source is not None:
-        _check_repo_id(parser, "SOURCE (with --lock)", args.source)
+        check_repo_id_argument(parser, "SOURCE (with --lock)", args.source)
     elif not args.lock and not _is_local(args.source):
-        _check_repo_id(parser, "SOURCE", args.source, " (and no directory of that name exists)")
+        check_repo_id_argument(parser, "SOURCE", args.source, " (and no directory of that name exists)")
     for repo_id in args.trust_repo:
-        _check_repo_id(parser, "--trust-repo", repo_id)
+        check_repo_id_argument(parser, "--trust-repo", repo_id)
     if args.revision == "":
         parser.error("--revision: expected a branch, tag or commit, got ''")
     if args.jobs is not None and args.jobs < 1:

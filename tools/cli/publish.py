@@ -8,14 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tools.kernelwheel import hub
-from tools.kernelwheel.arguments import path_argument
+from tools.kernelwheel.arguments import check_repo_id_argument, path_argument
 from tools.kernelwheel.console import make_console, print_error
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.publish.git import GitTransport
 from tools.kernelwheel.publish.hub import HubTransport
 from tools.kernelwheel.publish.plan import Transport
 from tools.kernelwheel.publish.release import publish
-from tools.kernelwheel.repo_id import repo_id_problem
 
 REPO_TYPES = ("model", "kernel", "dataset", "space")
 
@@ -57,9 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = make_console()
     if args.git_remote and args.repo_type:
         parser.error("--repo-type applies to the Hub; a --git-remote has no repository type")
-    problem = repo_id_problem(args.repo_id)
-    if problem is not None:
-        parser.error(f"REPO_ID: {problem}")
+    check_repo_id_argument(parser, "REPO_ID", args.repo_id)
     try:
         transport: Transport
         if args.git_remote:

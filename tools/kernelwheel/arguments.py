@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tools.kernelwheel.repo_id import repo_id_problem
+
 
 def path_argument(text: str) -> Path:
     """``type=`` for a file or folder argument: ``Path(text)``, refusing the empty string, which ``Path`` would
@@ -12,3 +14,11 @@ def path_argument(text: str) -> Path:
     if not text:
         raise argparse.ArgumentTypeError("expected a path, got '' (an empty string, not the current folder '.')")
     return Path(text)
+
+
+def check_repo_id_argument(parser: argparse.ArgumentParser, what: str, repo_id: str, after: str = "") -> None:
+    """A usage error (``parser.error``: one line, exit 2) naming ``what`` unless ``repo_id`` is an org/name Hub id;
+    ``after`` is added to the reason."""
+    problem = repo_id_problem(repo_id)
+    if problem is not None:
+        parser.error(f"{what}: {problem}{after}")
