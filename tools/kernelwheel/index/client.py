@@ -348,8 +348,9 @@ def _wheel(candidate: Candidate) -> bytes:
         raise _unreachable(url, exc) from None
     except ValueError as exc:
         raise IndexUnreachable(f"{redact(url)}: {one_line(exc)}") from None
-    _check_local(bytes(received), candidate.digests, url, what)
-    return bytes(received)
+    data = bytes(received)  # one copy of the download, checked and returned
+    _check_local(data, candidate.digests, url, what)
+    return data
 
 
 def _metadata_of_wheel(data: bytes, candidate: Candidate) -> bytes:
