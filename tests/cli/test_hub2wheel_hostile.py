@@ -302,3 +302,16 @@ def test_a_hostile_lock_file_is_one_line_and_exit_1(tmp_path: Path, lock: bytes,
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.startswith(f"error: {path}") and message in run.stderr and len(run.stderr.splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("make", "kind"), [(os.mkfifo, "a FIFO"),
+                                            (lambda path: path.symlink_to("/dev/zero"), "a character device")])
+def test_a_lock_path_that_is_not_a_regular_file_is_refused_without_waiting(
+        tmp_path: Path, make: Callable[[Path], object], kind: str) -> None:
+    """open() of a FIFO waits for a writer, and /dev/zero never ends: --lock FIFO hung until killed."""
+    make(tmp_path / "kernels.lock")
+    run = _hub2wheel(["--lock", str(tmp_path / "kernels.lock"), "--out", str(tmp_path / "out")], tmp_path / "hf",
+                     timeout=60)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr == f"error: {tmp_path / 'kernels.lock'}: cannot be read: not a regular file ({kind})\n"
+    assert not (tmp_path / "out").exists()

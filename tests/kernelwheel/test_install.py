@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -667,13 +667,26 @@ def test_a_page_that_never_ends_is_refused_at_64_mib_not_held_in_memory(tmp_path
     assert message == f"error: http://{host}/simple/img2gray-cu130/: the answer is over 64 MiB, refusing it"
 
 
-def test_a_local_page_that_never_ends_is_refused_at_64_mib_not_held_in_memory(tmp_path: Path) -> None:
+def test_a_local_page_over_64_mib_is_refused_not_held_in_memory(tmp_path: Path) -> None:
     """A file:// index is read from disk, under the same limit as an http(s) answer."""
     page = tmp_path / "simple" / "img2gray-cu130" / "index.html"
     page.parent.mkdir(parents=True)
-    page.symlink_to("/dev/zero")
+    with page.open("wb") as file:
+        file.truncate((64 << 20) + 1)  # sparse: no disk used
     message = _one_error(_command("--index-url", (tmp_path / "simple").as_uri() + "/", "img2gray-cu130"))
     assert message == f"error: {page.parent.as_uri()}/: the answer is over 64 MiB, refusing it"
+
+
+@pytest.mark.parametrize(("make", "kind"), [(os.mkfifo, "a FIFO"),
+                                            (lambda path: path.symlink_to("/dev/zero"), "a character device")])
+def test_a_local_page_that_is_not_a_regular_file_is_refused_before_reading(
+        tmp_path: Path, make: Callable[[Path], object], kind: str) -> None:
+    """open() of a FIFO waits for a writer; /dev/zero never ends."""
+    page = tmp_path / "simple" / "img2gray-cu130" / "index.html"
+    page.parent.mkdir(parents=True)
+    make(page)
+    message = _one_error(_command("--index-url", (tmp_path / "simple").as_uri() + "/", "img2gray-cu130"))
+    assert message == f"error: {page.parent.as_uri()}/: not a regular file ({kind})"
 
 
 @pytest.mark.parametrize("phase", ["status line", "body"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tools.kernelwheel import json_cache
@@ -25,6 +26,9 @@ def test_another_header_a_damaged_or_oversized_file_or_none_at_all_is_ignored(tm
     for damaged in (b'{"format": 1', b"\xff\xfe", b"[1, 2]", b'{"format": 1, "checker": "rules=1"' + b"[" * 50):
         path.write_bytes(damaged)
         assert json_cache.load(path, HEADER, max_bytes=1024) is None
+    path.unlink()
+    os.mkfifo(path)  # no writer: open() would wait for one
+    assert json_cache.load(path, HEADER, max_bytes=1024) is None
 
 
 def test_a_cache_that_cannot_be_written_is_skipped(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,17 @@ def test_require_signature_skips_only_the_unsigned_variant(tmp_path: Path, so_ca
                                                                              require_signature=True))
     assert written == ["img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"]
     assert [name for name, _ in skipped] == ["torch212-cxx11-cpu-x86_64-linux"]
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (os.mkfifo, "not a regular file (a FIFO)"),  # open() of a FIFO waited for a writer: the command hung
+    (lambda path: path.symlink_to("/dev/zero"), "not a regular file (a character device)"),
+    (lambda path: path.write_bytes(b" " * ((4 << 20) + 1)), "over 4 MiB, more than a trusted root holds"),
+])
+def test_a_trusted_root_that_is_not_a_small_regular_file_is_refused_without_reading_it(
+        tmp_path: Path, make: Callable[[Path], object], reason: str) -> None:
+    make(tmp_path / "root.json")
+    with pytest.raises(InvalidTrustSettings) as caught:
+        SignatureOptions(trusted_root=tmp_path / "root.json").validate()
+    assert str(caught.value) == (f"--sigstore-trusted-root {tmp_path / 'root.json'}: not a usable Sigstore "
+                                 f"trusted_root.json ({reason})")

@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--version", help="PEP 440 specifier or bare major, matched against v<version> tags/branches")
     parser.add_argument("--variant", action="append", default=[], metavar="GLOB",
                         help="only variants matching this glob (repeatable)")
-    parser.add_argument("--lock", metavar="KERNELS_LOCK", help="convert every kernel a kernels.lock pins, verified")
+    parser.add_argument("--lock", type=path_argument, metavar="KERNELS_LOCK",
+                        help="convert every kernel a kernels.lock pins, verified")
     parser.add_argument("--out", type=path_argument, default=Path("wheelhouse"),
                         help="output directory (default: wheelhouse)")
     parser.add_argument("--dist-name", help="distribution base name (default: the kernel's name)")
@@ -104,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: hub.HubSettings,
              trust: TrustPolicy, console: Console) -> Iterable[Source]:
     if args.lock:
-        return lock_sources(settings, Path(args.lock), repo_id=args.source, trust=trust, console=console)
+        return lock_sources(settings, args.lock, repo_id=args.source, trust=trust, console=console)
     if _is_local(args.source):
         if args.revision or args.version:
             parser.error("--revision/--version apply to Hub repositories, not to a local directory")

@@ -16,14 +16,14 @@ from typing import Any
 from tools.kernelwheel.atomic import write_atomic
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.jsonload import loads_limited
+from tools.kernelwheel.limited_read import read_limited
 
 
 def load(path: Path, header: Mapping[str, object], *, max_bytes: int, max_depth: int = 8) -> dict[str, Any] | None:
     """The JSON object in ``path`` when it is readable, within the limits, and holds every ``header`` item; else
     None."""
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(max_bytes + 1)  # one byte over the limit is enough for loads_limited to refuse it
+        raw = read_limited(path, max_bytes)  # one byte over the limit is enough for loads_limited to refuse it
         data = loads_limited(raw, str(path), max_bytes=max_bytes, max_depth=max_depth)
     except (OSError, ToolError):
         return None

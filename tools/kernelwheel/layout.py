@@ -20,6 +20,7 @@ from typing import Any
 
 from tools.kernelwheel.errors import InvalidVariant
 from tools.kernelwheel.jsonload import loads_limited
+from tools.kernelwheel.limited_read import read_limited
 from tools.kernelwheel.naming import NAME_MAX
 
 SIGSTORE_BUNDLE = "metadata.json.sigstore"  # a detached signature over metadata.json: not part of the digest
@@ -175,8 +176,10 @@ def read_metadata(files: Mapping[str, Path], where: str) -> dict[str, Any]:
     if path is None:
         return {}
     shown = f"{where}/metadata.json"
-    with path.open("rb") as fh:
-        raw = fh.read(MAX_METADATA_BYTES + 1)
+    try:
+        raw = read_limited(path, MAX_METADATA_BYTES)
+    except OSError as exc:  # collect_files checked it; it can still be unreadable (permissions) or replaced since
+        raise InvalidVariant(f"{shown}: cannot be read: {exc.strerror or exc}") from None
     data = loads_limited(raw, shown, max_bytes=MAX_METADATA_BYTES, max_depth=MAX_METADATA_DEPTH, error=InvalidVariant)
     if not isinstance(data, dict):
         raise InvalidVariant(f"{shown}: expected a JSON object, got {type(data).__name__}")

@@ -32,6 +32,7 @@ from types import MappingProxyType
 
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
 from tools.kernelwheel.jsonload import loads_limited
+from tools.kernelwheel.limited_read import read_limited
 from tools.kernelwheel.repo_id import repo_id_problem
 
 HASH_TYPE = "git_lfs_concat"
@@ -135,8 +136,7 @@ def _check_repo_id(repo_id: str, where: str) -> None:
 
 def load_lockfile(path: Path) -> list[KernelLock]:
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_LOCKFILE_BYTES + 1)
+        raw = read_limited(path, MAX_LOCKFILE_BYTES)
     except OSError as exc:
         raise InvalidLockfile(f"{path}: cannot be read: {exc.strerror}") from None
     return _parse(raw, str(path))  # one byte over the limit is enough for loads_limited to refuse it

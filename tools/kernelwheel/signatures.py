@@ -33,6 +33,7 @@ from tools.kernelwheel.errors import (
     SignatureMissing,
 )
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, read_metadata
+from tools.kernelwheel.limited_read import read_limited
 
 if TYPE_CHECKING:  # sigstore and kernels.verify are imported when a signature is checked (they take ~1 s to import)
     from typing import TypeAlias
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # sigstore and kernels.verify are imported when a signature i
     )
 
 MAX_BUNDLE_BYTES = 1 << 20  # real bundles are a few KiB; a bigger file is not read into memory
+MAX_TRUSTED_ROOT_BYTES = 4 << 20  # real trusted roots are a few KiB
 _WORKFLOW_URI = re.compile(
     r"^https://github\.com/(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/\.github/workflows/[^/@\s]+\.ya?ml@\S+$"
 )
@@ -120,10 +122,15 @@ def _make_verifier(trusted_root: Path | None) -> tuple[Verifier | None, str | No
     from sigstore.errors import Error as SigstoreError
     from sigstore.models import TrustedRoot
     from sigstore.verify import Verifier
+    from sigstore_models.trustroot.v1 import TrustedRoot as TrustedRootMessage
 
     if trusted_root is not None:
         try:
-            return Verifier(trusted_root=TrustedRoot.from_file(str(trusted_root))), None
+            # TrustedRoot.from_file, reading the file through read_limited: a FIFO named here must not hang.
+            data = read_limited(trusted_root, MAX_TRUSTED_ROOT_BYTES)
+            if len(data) > MAX_TRUSTED_ROOT_BYTES:
+                raise ValueError(f"over {MAX_TRUSTED_ROOT_BYTES >> 20} MiB, more than a trusted root holds")
+            return Verifier(trusted_root=TrustedRoot(TrustedRootMessage.from_json(data))), None
         except (OSError, ValueError, SigstoreError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
             return None, f"--sigstore-trusted-root {trusted_root}: not a usable Sigstore trusted_root.json ({reason})"

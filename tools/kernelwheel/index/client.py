@@ -58,6 +58,7 @@ from tools.kernelwheel.errors import (
 )
 from tools.kernelwheel.index.body_limit import TooLarge, mount_body_limit
 from tools.kernelwheel.index.wheels import torch_requirement_from
+from tools.kernelwheel.limited_read import read_limited
 from tools.kernelwheel.naming import WheelName, labelled_torch
 from tools.kernelwheel.urls import printable, redact, url_problem
 
@@ -166,19 +167,15 @@ def _read_file(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge =
     path = Path(url2pathname(unquote(parts.path)))
     if parts.path.endswith("/"):
         path /= "index.html"
-    received = bytearray()
     try:
-        with path.open("rb") as file:
-            # In chunks: read(max_bytes + 1) would ask for the whole limit (2 GiB for a wheel) up front.
-            while chunk := file.read(1 << 20):
-                received += chunk
-                if len(received) > max_bytes:
-                    raise too_large(url)
+        data = read_limited(path, max_bytes)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
     except OSError as exc:
         raise IndexUnreachable(f"{redact(url)}: {exc.strerror or exc}") from None
-    return bytes(received)
+    if len(data) > max_bytes:
+        raise too_large(url)
+    return data
 
 
 def _check_scheme(url: str) -> str:

@@ -23,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from tools.kernelwheel.errors import InvalidIndexState, InvalidWheelName
 from tools.kernelwheel.index.wheels import IndexedWheel
+from tools.kernelwheel.limited_read import read_limited
 from tools.kernelwheel.naming import WheelName
 
 STATE_FILE = ".index-state.json"
@@ -87,8 +88,7 @@ def read_state(simple: Path) -> IndexState:
     """The last run's state; empty when there is none (first run) or it was written by another state version."""
     path = simple / STATE_FILE
     try:
-        with path.open("rb") as file:
-            data = file.read(_MAX_STATE_BYTES + 1)
+        data = read_limited(path, _MAX_STATE_BYTES)
     except FileNotFoundError:
         return IndexState()
     except OSError as exc:
