@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import tracemalloc
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from installer.sources import WheelFile as InstallerWheelFile
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from tools.kernelwheel import wheelfile
 from tools.kernelwheel.digests import file_digest
 from tools.kernelwheel.errors import InvalidWheel
 from tools.kernelwheel.naming import WheelName
@@ -19,6 +21,7 @@ from tools.kernelwheel.wheelfile import (
     Source,
     WheelContents,
     build_metadata,
+    check_wheel,
     compress_type_for,
     read_wheel,
     rename_wheel,
@@ -72,7 +75,11 @@ def test_rename_moves_dist_info_and_metadata(tmp_path: Path) -> None:
     assert back.name == new and back.metadata["name"] == "demo-cu130"
 
 
-def test_read_wheel_refuses_a_tampered_file(tmp_path: Path) -> None:
+READERS = pytest.mark.parametrize("reader", [read_wheel, check_wheel], ids=["read_wheel", "check_wheel"])
+
+
+@READERS
+def test_a_tampered_file_is_refused(tmp_path: Path, reader: Callable[[Path], WheelContents]) -> None:
     path = write_wheel(contents(), tmp_path)
     tampered = tmp_path / "t" / path.name
     tampered.parent.mkdir()
@@ -80,8 +87,8 @@ def test_read_wheel_refuses_a_tampered_file(tmp_path: Path) -> None:
         for info in src.infolist():
             data = src.read(info)
             dst.writestr(info, b"X = 2\n" if info.filename == "demo/__init__.py" else data)
-    with pytest.raises(InvalidWheel, match="cannot be read as a wheel"):
-        read_wheel(tampered)
+    with pytest.raises(InvalidWheel, match=r"cannot be read as a wheel: Hash mismatch for file 'demo/__init__\.py'"):
+        reader(tampered)
 
 
 @pytest.mark.parametrize(("damage", "reason"), [
@@ -89,8 +96,9 @@ def test_read_wheel_refuses_a_tampered_file(tmp_path: Path) -> None:
     ("corrupt deflate", "zlib.error: Error -3 while decompressing data"),
     ("unknown compression", "NotImplementedError: That compression method is not supported"),
 ])
-def test_read_wheel_says_in_one_line_that_a_damaged_zip_is_unreadable(damage: str, reason: str,
-                                                                      tmp_path: Path) -> None:
+@READERS
+def test_a_damaged_zip_is_said_to_be_unreadable_in_one_line(damage: str, reason: str, tmp_path: Path,
+                                                            reader: Callable[[Path, str], WheelContents]) -> None:
     path = write_wheel(contents(), tmp_path)
     data = bytearray(path.read_bytes())
     with zipfile.ZipFile(path) as archive:
@@ -106,7 +114,7 @@ def test_read_wheel_says_in_one_line_that_a_damaged_zip_is_unreadable(damage: st
         data[central + 10 : central + 12] = (99).to_bytes(2, "little")
     path.write_bytes(bytes(data))
     with pytest.raises(InvalidWheel) as info:
-        read_wheel(path, "the wheel")
+        reader(path, "the wheel")
     assert str(info.value).startswith(f"the wheel: not a readable wheel (zip archive): {reason}"), info.value
 
 
@@ -155,6 +163,42 @@ def test_a_large_member_is_streamed_not_held_in_memory(tmp_path: Path) -> None:
         info = archive.getinfo("demo/_big.so")
         assert info.file_size == 64 << 20 and info.compress_type == zipfile.ZIP_STORED  # random bytes: stored
         assert (info.external_attr >> 16) & 0o777 == 0o755
+
+
+def _wheel_of_zeros(tmp_path: Path, size: int) -> Path:
+    """A wheel with a ``size``-byte member of zeros: it deflates about 1000:1, as a zip bomb's does."""
+    zeros = tmp_path / "zeros.bin"
+    with zeros.open("wb") as fh:
+        fh.truncate(size)
+    base = contents()
+    return write_wheel(WheelContents(base.name, base.metadata, {**base.files, "demo/zeros.bin": zeros},
+                                     base.root_is_purelib), tmp_path / "out")
+
+
+def test_check_wheel_hashes_every_member_a_chunk_at_a_time(tmp_path: Path) -> None:
+    path = _wheel_of_zeros(tmp_path, 64 << 20)
+    assert path.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        checked = check_wheel(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB while checking a 64 MiB member"
+    assert checked.name == NAME and checked.metadata["version"] == "1.0+torch2.14" and checked.files == {}
+    assert read_wheel(path).files["demo/zeros.bin"] == bytes(64 << 20)  # what check_wheel hashed and let go
+
+
+def test_read_wheel_refuses_a_wheel_whose_files_unpack_past_its_limit(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _wheel_of_zeros(tmp_path, 64 << 20)
+    monkeypatch.setattr(wheelfile, "MAX_READ_BYTES", 32 << 20)
+    unpacked = sum(i.file_size for i in zipfile.ZipFile(path).infolist() if not i.filename.endswith("/RECORD"))
+    with pytest.raises(InvalidWheel) as info:
+        read_wheel(path, "bomb.whl")
+    assert str(info.value) == (f"bomb.whl: its files unpack to {unpacked} bytes, more than the 32 MiB this tool "
+                               "reads into memory")
+    assert check_wheel(path).name == NAME  # streaming has no such limit
 
 
 def test_members_that_do_not_deflate_are_stored_the_rest_deflated(tmp_path: Path) -> None:

@@ -296,18 +296,39 @@ UNREADABLE_ZIP_ERRORS = (BadZipFile, LargeZipFile, zlib.error, EOFError, NotImpl
 UNREADABLE_ZIP = "not a readable wheel (zip archive):"
 
 
+# read_wheel holds every file in memory, so it refuses a wheel whose files unpack to more than this. The zip's own
+# sizes are what zipfile decompresses up to, so they bound the memory: a zip bomb of a few KiB can declare terabytes.
+MAX_READ_BYTES = 4 << 30
+_KEPT_ANYWAY = ("METADATA", "WHEEL")  # what check_wheel keeps of the .dist-info
+
+
 def read_wheel(path: Path, label: str | None = None) -> WheelContents:
-    """Read a wheel, checking every file against its RECORD hash; ``label`` names it in errors (default: the path)."""
-    label = label or str(path)
+    """Read a wheel into memory, checking every file against its RECORD hash; ``label`` names it in errors (default:
+    the path). A wheel whose files unpack to more than ``MAX_READ_BYTES`` is refused."""
+    return _read(path, label or str(path), keep_files=True)
+
+
+def check_wheel(path: Path, label: str | None = None) -> WheelContents:
+    """``read_wheel``'s checks without keeping the files (``files`` is empty): each file is hashed against RECORD a
+    chunk at a time, so memory stays flat whatever the wheel holds (the index checks every wheel it lists)."""
+    return _read(path, label or str(path), keep_files=False)
+
+
+def _read(path: Path, label: str, *, keep_files: bool) -> WheelContents:
     try:
         name = WheelName.parse(path.name)
         with WheelFile(path) as wheel:
             dist_info = wheel.dist_info_path
-            files = {
-                info.filename: wheel.read(info.filename)
-                for info in wheel.infolist()
-                if not info.is_dir() and info.filename != wheel.record_path
-            }
+            members = [i for i in wheel.infolist() if not i.is_dir() and i.filename != wheel.record_path]
+            unpacked = sum(info.file_size for info in members)
+            if keep_files and unpacked > MAX_READ_BYTES:
+                raise InvalidWheel(f"{label}: its files unpack to {unpacked} bytes, more than the "
+                                   f"{MAX_READ_BYTES >> 20} MiB this tool reads into memory")
+            kept = {f"{dist_info}/{n}" for n in _KEPT_ANYWAY}
+            files = {info.filename: _checked_member(wheel, info, keep_files or info.filename in kept)
+                     for info in members}
+            if not keep_files:
+                files = {n: data for n, data in files.items() if n in kept}
     except (WheelError, OSError, KeyError) as exc:
         raise InvalidWheel(f"{label}: cannot be read as a wheel: {exc}") from None
     except UNREADABLE_ZIP_ERRORS as exc:
@@ -323,6 +344,17 @@ def read_wheel(path: Path, label: str | None = None) -> WheelContents:
     # Files of the old .dist-info (licenses, entry points) move to the new name when the wheel is renamed.
     renamed = {_move_dist_info(p, dist_info, name.dist_info): data for p, data in files.items()}
     return WheelContents(name=name, metadata=raw, files=renamed, root_is_purelib=purelib)
+
+
+def _checked_member(wheel: WheelFile, info: ZipInfo, keep: bool) -> bytes:
+    """A member's bytes (``b""`` unless ``keep``), read to its end: WheelFile checks the RECORD hash there."""
+    with wheel.open(info) as member:
+        if keep:
+            data: bytes = member.read()
+            return data
+        while member.read(CHUNK):
+            pass
+        return b""
 
 
 def _move_dist_info(path: str, old: str, new: str) -> str:

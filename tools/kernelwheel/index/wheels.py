@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from tools.kernelwheel.errors import InvalidWheel, one_line
 from tools.kernelwheel.naming import WheelName, is_distribution_name, labelled_torch, torch_minor
-from tools.kernelwheel.wheelfile import UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, read_wheel
+from tools.kernelwheel.wheelfile import UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, check_wheel
 
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
 _MAX_PATCH = 99
@@ -121,9 +121,9 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
     if len((path.name + ".metadata").encode()) > _NAME_MAX:
         raise InvalidWheel(f"{path.name}: the name is too long for its .metadata file (over {_NAME_MAX} bytes)")
     try:
-        contents = read_wheel(path, path.name)  # raises InvalidWheel on a bad zip, RECORD or METADATA
+        contents = check_wheel(path, path.name)  # raises InvalidWheel on a bad zip, RECORD or METADATA
         metadata = _metadata_bytes(path)
-    except UNREADABLE_ZIP_ERRORS as exc:  # from _metadata_bytes; read_wheel turns its own into InvalidWheel
+    except UNREADABLE_ZIP_ERRORS as exc:  # from _metadata_bytes; check_wheel turns its own into InvalidWheel
         raise InvalidWheel(f"{path.name}: {UNREADABLE_ZIP} {one_line(exc)}") from None
     name = contents.name
     raw, _ = parse_email(metadata)
