@@ -62,6 +62,7 @@ def _truncated_png(tmp_path: Path) -> Path:
     ("case", "message"),
     [
         ("missing image", "cannot read {tmp}/missing.png: no such file"),
+        ("image is a FIFO", "cannot read {tmp}/fifo.png: not a regular file"),
         ("not an image", f"cannot read {REPO_ROOT / 'README.md'}: not an image file Pillow can open"),
         ("truncated image", "cannot read {tmp}/truncated.png: damaged or truncated image data (Truncated File Read)"),
         ("decompression bomb", "cannot read {tmp}/huge.png: Image size (180000000 pixels) exceeds limit of "
@@ -80,6 +81,9 @@ def test_bad_arguments_are_one_line_before_any_work(case: str, message: str, tmp
     image, output = str(PHOTO), str(tmp_path / "gray.png")
     if case == "missing image":
         image = str(tmp_path / "missing.png")
+    elif case == "image is a FIFO":  # Pillow's open would wait for a writer
+        image = str(tmp_path / "fifo.png")
+        os.mkfifo(image)
     elif case == "not an image":
         image = str(REPO_ROOT / "README.md")
     elif case == "truncated image":

@@ -61,7 +61,8 @@ def open_rgb(source: Path) -> Image.Image:
     from PIL import Image, UnidentifiedImageError
 
     if not os.path.isfile(source):  # os.path: False, not OSError, for a name too long
-        raise ValueError(f"cannot read {source}: no such file")
+        what = "not a regular file" if os.path.exists(source) else "no such file"  # a FIFO, a device, a folder
+        raise ValueError(f"cannot read {source}: {what}")
     try:
         with Image.open(source) as opened:
             rgb: Image.Image = opened.convert("RGB")  # decodes the whole file: any damage shows here

@@ -196,7 +196,10 @@ def test_verify_wheel_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytes
     rc, _, err = _run(verify_wheel.main, [""], capsys)  # was importlib's ValueError traceback
     assert rc == 1 and err == f"error: '' is neither a .whl file nor a distribution installed in {sys.prefix}\n"
     rc, _, err = _run(verify_wheel.main, [str(tmp_path / "missing.whl")], capsys)
-    assert rc == 1 and err == f"error: {tmp_path / 'missing.whl'}: no such wheel file\n"
+    assert rc == 1 and err == f"error: {tmp_path / 'missing.whl'}: no such file\n"
+    os.mkfifo(tmp_path / "fifo.whl")  # was "no such wheel file", though it is there
+    rc, _, err = _run(verify_wheel.main, [str(tmp_path / "fifo.whl")], capsys)
+    assert rc == 1 and err == f"error: {tmp_path / 'fifo.whl'}: not a regular file (a FIFO)\n"
     rc, _, err = _run(verify_wheel.main, ["packaging"], capsys)  # installed, but no bundle
     assert rc == 1 and "no <package>/metadata.json.sigstore installed" in err
     junk = tmp_path / "junk-1.0-py3-none-any.whl"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.kernelwheel.limited_read import NotRegularFile, read_limited
+from tools.kernelwheel.limited_read import NotRegularFile, file_problem, read_limited
 
 
 def _in_a_thread(path: Path, max_bytes: int) -> BaseException | bytes:
@@ -62,3 +62,17 @@ def test_a_directory_and_a_missing_file_raise_what_open_raises(tmp_path: Path) -
     with pytest.raises(NotADirectoryError):
         (tmp_path / "file").write_bytes(b"")
         read_limited(tmp_path / "file" / "below", 100)
+
+
+def test_file_problem_says_what_the_path_is_when_it_is_not_a_regular_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(b"x")
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    assert file_problem(tmp_path / "file") is None and file_problem(tmp_path / "link") is None
+    assert file_problem(tmp_path / "fifo") == "not a regular file (a FIFO)"
+    assert file_problem(Path("/dev/null")) == "not a regular file (a character device)"
+    assert file_problem(tmp_path) == "a directory, not a file"
+    assert file_problem(tmp_path / "dangling") == "no such file"
+    assert file_problem(tmp_path / ("x" * 5000)) == "no such file"  # ENAMETOOLONG, not an OSError
+    assert file_problem(Path("a\0b")) == "no such file"  # ValueError, not raised

@@ -3,6 +3,7 @@ pypiserver, is in tests/cli/test_upload.py)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,16 @@ def test_good_wheels_pass_and_every_problem_is_listed_at_once(tmp_path: Path) ->
     twin.write_bytes(good.read_bytes())
     junk = tmp_path / "junk-1.0-py3-none-any.whl"
     junk.write_bytes(b"junk")
+    fifo = tmp_path / "fifo-1.0-py3-none-any.whl"
+    os.mkfifo(fifo)
     with pytest.raises(InvalidWheel) as caught:
-        check_wheels([good, junk, tmp_path / "missing-1.0-py3-none-any.whl", tmp_path / "notes.txt", twin])
+        check_wheels([good, junk, tmp_path / "missing-1.0-py3-none-any.whl", fifo, tmp_path / "notes.txt", twin])
     lines = str(caught.value).splitlines()
     assert lines[0] == "refusing to upload, nothing was sent:"
     assert lines[1:] == [
         "  junk-1.0-py3-none-any.whl: not a readable wheel (zip archive): zipfile.BadZipFile: File is not a zip file",
         f"  {tmp_path / 'missing-1.0-py3-none-any.whl'}: no such file",
+        f"  {fifo}: not a regular file (a FIFO)",
         f"  {tmp_path / 'notes.txt'}: not a .whl file",
         f"  {twin.name}, {good.name}: these names normalise to the same wheel (img2gray-cu130 0.1.0+torch2.14 "
         "cp39-abi3-manylinux_2_28_x86_64, PEP 503/427), so an installer would take any one of them; keep one",

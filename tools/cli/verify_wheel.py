@@ -20,6 +20,7 @@ from pathlib import Path
 from tools.kernelwheel.console import make_console, print_error, print_warning
 from tools.kernelwheel.errors import InvalidWheel, SignatureMissing, ToolError
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
+from tools.kernelwheel.limited_read import file_problem
 from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments, verify_package
 from tools.kernelwheel.wheelfile import read_wheel
 
@@ -75,8 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.validate()
         target = Path(args.target)
         if target.suffix == ".whl" or os.path.isfile(target):  # os.path: False, not OSError, for a name too long
-            if not os.path.isfile(target):
-                raise InvalidWheel(f"{target}: no such wheel file")
+            if (problem := file_problem(target)) is not None:
+                raise InvalidWheel(f"{target}: {problem}")
             lines = _verify_wheel_file(target, options)
         else:
             lines = _verify_installed(args.target, options)

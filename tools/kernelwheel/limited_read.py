@@ -31,6 +31,25 @@ class NotRegularFile(OSError):
         super().__init__(errno.EINVAL, f"not a regular file ({kind})", str(path))
 
 
+def file_problem(path: Path) -> str | None:
+    """None when ``path`` is a regular file (or a symlink to one); else what it is, for a one-line error: "no such
+    file", "a directory, not a file", "not a regular file (a FIFO)". Never raises (a name too long is "no such
+    file", as ``os.path.isfile`` has it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # ValueError: a NUL in the name
+        return "no such file"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory, not a file"
+    return f"not a regular file ({_kind(mode)})"
+
+
+def _kind(mode: int) -> str:
+    return next((kind for test, kind in _KINDS if test(mode)), "not a file")
+
+
 def read_limited(path: Path, max_bytes: int) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes + 1`` of them (more than ``max_bytes`` means the
     file is over the limit). A directory raises ``IsADirectoryError`` as ``open()`` would; a FIFO, device or socket
@@ -41,7 +60,7 @@ def read_limited(path: Path, max_bytes: int) -> bytes:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(mode):
-            raise NotRegularFile(path, next((kind for test, kind in _KINDS if test(mode)), "not a file"))
+            raise NotRegularFile(path, _kind(mode))
         received = bytearray()
         while len(received) <= max_bytes:
             chunk = os.read(fd, min(_CHUNK_BYTES, max_bytes + 1 - len(received)))

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from tools.kernelwheel.errors import InvalidWheel, PublishFailed, ToolError
 from tools.kernelwheel.index.client import check_url
 from tools.kernelwheel.index.wheels import IndexedWheel, inspect_wheel, normalised_collisions
+from tools.kernelwheel.limited_read import file_problem
 from tools.kernelwheel.urls import redact
 
 
@@ -34,8 +35,8 @@ def check_wheels(paths: Sequence[Path]) -> list[IndexedWheel]:
     for path in paths:
         if path.suffix != ".whl":
             problems.append(f"{path}: not a .whl file")
-        elif not path.is_file():
-            problems.append(f"{path}: no such file")
+        elif (problem := file_problem(path)) is not None:
+            problems.append(f"{path}: {problem}")
         else:
             try:
                 checked.append(inspect_wheel(path)[0])
