@@ -13,7 +13,8 @@
 # memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants,
 # launch (benchmarks/launch_cost.cu: one kernel launch from plain C++, the floor under a small frame; into gpu.txt),
 # ab (the small-frame and per-call rows twice, alternating dist/gpu/baseline/*.whl, e.g. the last commit's wheel, with
-# the stable wheel: a host-path change against its baseline in one run; ab.txt and ab.json).
+# the stable wheel: a host-path change against its baseline in one run; ab.txt and ab.json), abclassic (the same
+# rounds with the classic build compiled in this call as the baseline: what the stable ABI's host path costs).
 # Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
 set -uo pipefail
 GPU=${1:-dist/gpu}
@@ -45,7 +46,22 @@ build_classic() {  # the real build, CMake through pip as `make wheel` runs it (
     -w /tmp/classic-whl . && python3 -m pip install -q --no-deps --no-index --target /tmp/classic/site /tmp/classic-whl/*.whl \
     && echo "classic wheel built with CMake: $(ls /tmp/classic-whl)"
 }
-case ",$PHASE," in *,classic,*)
+classic_built() {  # waits for the background classic build once; its exit status, then and later
+  [ -n "${BUILD_RC:-}" ] || { wait "$BUILD"; BUILD_RC=$?; }
+  return "$BUILD_RC"
+}
+ab_rounds() {  # $1: the baseline's name, $2: its site; two rounds, baseline then stable, into ab.txt and ab.json
+  rm -f /tmp/ab-*.json
+  for round in 1 2; do for name in "$1" stable; do
+    site=$2; [ "$name" = stable ] && site=/tmp/site-stable
+    echo "== $name, round $round" | tee -a "$OUT/ab.txt"
+    PYTHONPATH=$site timeout 150 python3 benchmarks/bench_img2gray.py --sections host,small \
+      --json "/tmp/ab-$name-$round.json" 2>&1 | grep -E "^\| (8x8|1920|1280)|failed" | tee -a "$OUT/ab.txt"
+  done; done
+  python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/ab.json', 'w'))" \
+    /tmp/ab-*.json
+}
+case ",$PHASE," in *,classic,*|*,abclassic,*)
   build_classic > "$OUT/build-classic.txt" 2>&1 &
   BUILD=$! ;;
 esac
@@ -54,7 +70,7 @@ for phase in ${PHASE//,/ }; do
   case $phase in
     stable) timeout 200 bash -c "$(declare -f test_build); OUT=$OUT test_build stable /tmp/site-stable" ;;
     classic)
-      if wait "$BUILD"; then tail -1 "$OUT/build-classic.txt"; timeout 200 bash -c "$(declare -f test_build); OUT=$OUT test_build classic /tmp/classic/site"
+      if classic_built; then tail -1 "$OUT/build-classic.txt"; timeout 200 bash -c "$(declare -f test_build); OUT=$OUT test_build classic /tmp/classic/site"
       else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
     variants)
       PYTHONPATH=/tmp/site-stable python3 benchmarks/check_variants.py "$GPU"/variants/* 2>&1 | tee "$OUT/variants.txt" ;;
@@ -66,13 +82,9 @@ for phase in ${PHASE//,/ }; do
       nvcc -O2 -arch=sm_90 -std=c++17 benchmarks/launch_cost.cu -o /tmp/launch_cost && /tmp/launch_cost | tee -a "$OUT/gpu.txt" ;;
     ab)
       python3 -m pip install -q --no-deps --no-index --no-compile --target /tmp/site-baseline "$GPU"/baseline/*.whl || continue
-      for round in 1 2; do for site in baseline stable; do
-        echo "== $site, round $round" | tee -a "$OUT/ab.txt"
-        PYTHONPATH=/tmp/site-$site timeout 150 python3 benchmarks/bench_img2gray.py --sections host,small \
-          --json "/tmp/ab-$site-$round.json" 2>&1 | grep -E "^\| (8x8|1920|1280)|failed" | tee -a "$OUT/ab.txt"
-      done; done
-      python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/ab.json', 'w'))" \
-        /tmp/ab-*.json ;;
+      ab_rounds baseline /tmp/site-baseline ;;
+    abclassic)
+      if classic_built; then ab_rounds classic /tmp/classic/site; else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
     all) echo "all = stable,bench,classic" ;;
   esac
   pack
