@@ -13,7 +13,7 @@
 # memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants,
 # launch (benchmarks/launch_cost.cu: one kernel launch from plain C++, the floor under a small frame; into gpu.txt),
 # ab (the small-frame and per-call rows twice, alternating dist/gpu/baseline/*.whl, e.g. the last commit's wheel, with
-# the stable wheel: a host-path change against its baseline in one run; ab.txt and ab.json), abclassic (the same
+# the stable wheel: a host-path change against its baseline in one run; ab.txt and ab-baseline.json), abclassic (the same
 # rounds with the classic build compiled in this call as the baseline: what the stable ABI's host path costs).
 # Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
 set -uo pipefail
@@ -50,7 +50,7 @@ classic_built() {  # waits for the background classic build once; its exit statu
   [ -n "${BUILD_RC:-}" ] || { wait "$BUILD"; BUILD_RC=$?; }
   return "$BUILD_RC"
 }
-ab_rounds() {  # $1: the baseline's name, $2: its site; two rounds, baseline then stable, into ab.txt and ab.json
+ab_rounds() {  # $1: the baseline's name, $2: its site; two rounds, baseline then stable, into ab.txt and ab-$1.json
   rm -f /tmp/ab-*.json
   for round in 1 2; do for name in "$1" stable; do
     site=$2; [ "$name" = stable ] && site=/tmp/site-stable
@@ -58,7 +58,7 @@ ab_rounds() {  # $1: the baseline's name, $2: its site; two rounds, baseline the
     PYTHONPATH=$site timeout 150 python3 benchmarks/bench_img2gray.py --sections host,small \
       --json "/tmp/ab-$name-$round.json" 2>&1 | grep -E "^\| (8x8|1920|1280)|failed" | tee -a "$OUT/ab.txt"
   done; done
-  python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/ab.json', 'w'))" \
+  python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/ab-$1.json', 'w'))" \
     /tmp/ab-*.json
 }
 case ",$PHASE," in *,classic,*|*,abclassic,*)
