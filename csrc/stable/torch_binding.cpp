@@ -67,19 +67,19 @@ std::string format_shape(const Ints& sizes) {
   return text + "]";
 }
 
-Dtype kernel_dtype(ScalarType type) {
-  switch (type) {
-    case ScalarType::Byte:
-      return Dtype::kUint8;
-    case ScalarType::Float:
-      return Dtype::kFloat32;
-    case ScalarType::Half:
-      return Dtype::kFloat16;
-    case ScalarType::BFloat16:
-      return Dtype::kBFloat16;
-    default:
-      fail("img2gray: expected dtype uint8, float16, bfloat16 or float32, got ", torch::headeronly::toString(type));
-  }
+// The four dtypes the kernels serve, by the shim's dtype code (read once: each getter is a shim call).
+std::optional<Dtype> kernel_dtype(int32_t code) {
+  static const int32_t kUint8 = aoti_torch_dtype_uint8(), kFloat32 = aoti_torch_dtype_float32(),
+                       kFloat16 = aoti_torch_dtype_float16(), kBFloat16 = aoti_torch_dtype_bfloat16();
+  if (code == kUint8) return Dtype::kUint8;
+  if (code == kFloat32) return Dtype::kFloat32;
+  if (code == kFloat16) return Dtype::kFloat16;
+  if (code == kBFloat16) return Dtype::kBFloat16;
+  return std::nullopt;
+}
+
+size_t element_size(Dtype dtype) {
+  return dtype == Dtype::kUint8 ? 1 : dtype == Dtype::kFloat32 ? 4 : 2;
 }
 
 // (type, index) as the AOTI shim reports them; "cuda:0", "cpu", "meta" as torch prints them.
@@ -88,12 +88,6 @@ struct DeviceId {
   int32_t index;
   bool operator==(const DeviceId& other) const { return type == other.type && index == other.index; }
 };
-
-DeviceId device_of(const Tensor& t) {
-  int32_t type = 0;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(t.get(), &type));
-  return {type, t.get_device_index()};
-}
 
 std::string device_name(DeviceId device) {
   if (device.type == aoti_torch_device_type_cpu()) {
@@ -105,77 +99,123 @@ std::string device_name(DeviceId device) {
   return device.index >= 0 ? type + ":" + std::to_string(device.index) : type;
 }
 
-std::vector<int64_t> gray_shape(const Tensor& image) {
-  const auto sizes = image.sizes();
+using IntArray = torch::headeronly::IntHeaderOnlyArrayRef;
+
+// What a call's checks and launch read of a tensor, each through the shim once. Every shim call is an exported
+// function behind an exception guard, and Tensor's accessors make several (scalar_type() compares the dtype code
+// with up to 13 dtype getters; sizes(), strides() and element_size() ask again for what another call already
+// read): reading each fact once took an out= call from ~47 shim calls to 18 (benchmarks/NOTES.md, row 14).
+struct TensorFacts {
+  int32_t dtype;  // the shim's code; kernel_dtype() maps it
+  DeviceId device;
+  IntArray sizes;  // borrowed from the tensor, which the caller holds for the whole call
+  IntArray strides;
+  int64_t numel;
+  bool contiguous;
+};
+
+TensorFacts facts_of(const Tensor& t) {
+  const AtenTensorHandle handle = t.get();
+  int64_t dim = 0;
+  int64_t* sizes = nullptr;
+  int64_t* strides = nullptr;
+  TensorFacts facts{};
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dim(handle, &dim));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_sizes(handle, &sizes));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_strides(handle, &strides));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(handle, &facts.dtype));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(handle, &facts.device.type));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_index(handle, &facts.device.index));
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_is_contiguous(handle, &facts.contiguous));
+  facts.sizes = IntArray(sizes, static_cast<size_t>(dim));
+  facts.strides = IntArray(strides, static_cast<size_t>(dim));
+  facts.numel = 1;
+  for (const int64_t size : facts.sizes) {
+    facts.numel *= size;
+  }
+  return facts;
+}
+
+std::vector<int64_t> gray_shape(IntArray sizes) {
   return std::vector<int64_t>(sizes.begin(), sizes.end() - 1);
 }
 
+// An image the kernels can serve: its facts and its kernel dtype.
+struct Image {
+  TensorFacts facts;
+  Dtype dtype;
+};
+
 // The checks run once per call, here (the Python wrapper adds none on the success path).
-void check_image(const Tensor& image) {
+Image check_image(const Tensor& image) {
   IMG2GRAY_CHECK(image.defined(), "img2gray: expected image to be a Tensor, got None");
-  IMG2GRAY_CHECK(image.dim() >= 3 && image.size(image.dim() - 1) == 3,
-                 "img2gray: expected an RGB image of shape (..., H, W, 3), got shape ", format_shape(image.sizes()));
-  kernel_dtype(image.scalar_type());
+  const TensorFacts facts = facts_of(image);
+  IMG2GRAY_CHECK(facts.sizes.size() >= 3 && facts.sizes.back() == 3,
+                 "img2gray: expected an RGB image of shape (..., H, W, 3), got shape ", format_shape(facts.sizes));
+  const std::optional<Dtype> dtype = kernel_dtype(facts.dtype);
+  IMG2GRAY_CHECK(dtype.has_value(), "img2gray: expected dtype uint8, float16, bfloat16 or float32, got ",
+                 torch::headeronly::toString(image.scalar_type()));
+  return {facts, *dtype};
 }
 
-ByteSpan span(const Tensor& t) {
-  return byte_span(t.data_ptr(), t.sizes(), t.strides(), t.element_size());
-}
-
-void check_out(const Tensor& image, const Tensor& out) {
+// Checks `out` against the checked image; its facts, and (when it has elements) its data pointer in `out_data`.
+TensorFacts check_out(const Tensor& image, const Image& in, const Tensor& out, void*& out_data) {
   IMG2GRAY_CHECK(out.defined(), "img2gray: expected out to be a Tensor, got None");
-  IMG2GRAY_CHECK(out.scalar_type() == image.scalar_type(), "img2gray: expected out of dtype ",
+  const TensorFacts facts = facts_of(out);
+  IMG2GRAY_CHECK(facts.dtype == in.facts.dtype, "img2gray: expected out of dtype ",
                  torch::headeronly::toString(image.scalar_type()), " (the image's), got ",
                  torch::headeronly::toString(out.scalar_type()));
-  const DeviceId device = device_of(image);
-  const DeviceId out_device = device_of(out);
-  IMG2GRAY_CHECK(out_device == device, "img2gray: expected out on ", device_name(device),
-                 " (the image's device), got ", device_name(out_device));
-  const auto out_sizes = out.sizes();
-  const auto sizes = image.sizes();
-  IMG2GRAY_CHECK(out_sizes.size() + 1 == sizes.size() && std::equal(out_sizes.begin(), out_sizes.end(), sizes.begin()),
-                 "img2gray: expected out of shape ", format_shape(gray_shape(image)), ", got ", format_shape(out_sizes));
-  if (out.numel() == 0) {
-    return;
+  IMG2GRAY_CHECK(facts.device == in.facts.device, "img2gray: expected out on ", device_name(in.facts.device),
+                 " (the image's device), got ", device_name(facts.device));
+  const IntArray sizes = in.facts.sizes;
+  IMG2GRAY_CHECK(
+      facts.sizes.size() + 1 == sizes.size() && std::equal(facts.sizes.begin(), facts.sizes.end(), sizes.begin()),
+      "img2gray: expected out of shape ", format_shape(gray_shape(sizes)), ", got ", format_shape(facts.sizes));
+  if (facts.numel == 0) {
+    return facts;
   }
-  IMG2GRAY_CHECK(out.is_contiguous() || !may_self_overlap(out.sizes(), out.strides()),
+  IMG2GRAY_CHECK(facts.contiguous || !may_self_overlap(facts.sizes, facts.strides),
                  "img2gray: more than one element of out may refer to a single memory location (internal overlap); "
-                 "expected an out whose elements do not share memory, got strides ", format_shape(out.strides()));
-  IMG2GRAY_CHECK(image.numel() == 0 || !overlap(span(out), span(image)), "img2gray: out overlaps the image's memory");
+                 "expected an out whose elements do not share memory, got strides ", format_shape(facts.strides));
+  out_data = out.mutable_data_ptr();
+  const size_t bytes = element_size(in.dtype);
+  IMG2GRAY_CHECK(in.facts.numel == 0 ||
+                     !overlap(byte_span(out_data, facts.sizes, facts.strides, bytes),
+                              byte_span(image.const_data_ptr(), sizes, in.facts.strides, bytes)),
+                 "img2gray: out overlaps the image's memory");
+  return facts;
 }
 
-// The two calls on every op's path, kept off the boxed dispatcher (torch_call_dispatcher costs microseconds per
-// call, which the benchmark's per-call rows show): contiguous() only when needed, and allocation through the
-// AOTI C shim that ATen's own empty_strided sits behind (CUDA: torch's caching allocator).
-Tensor dense(const Tensor& t) {
-  return t.is_contiguous() ? t : torch::stable::contiguous(t);
-}
-
-Tensor new_contiguous(const Tensor& like, const std::vector<int64_t>& shape) {
+// Allocation through the AOTI C shim that ATen's own empty_strided sits behind (CUDA: torch's caching allocator),
+// not through the boxed dispatcher (torch_call_dispatcher costs microseconds per call).
+Tensor new_contiguous(const TensorFacts& like, const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size());
   int64_t stride = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     strides[d] = stride;
     stride *= std::max<int64_t>(shape[d], 1);
   }
-  int32_t dtype = 0, device_type = 0;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(like.get(), &dtype));
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(like.get(), &device_type));
   AtenTensorHandle handle = nullptr;
   STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(),
-                                                         strides.data(), dtype, device_type,
-                                                         like.get_device_index(), &handle));
+                                                         strides.data(), like.dtype, like.device.type,
+                                                         like.device.index, &handle));
   return Tensor(handle);
 }
 
-// Kernel runners: `image` contiguous (..., 3), `out` contiguous with image.numel() / 3 elements.
-using Runner = void (*)(const Tensor& image, Tensor& out);
+// The image's pixels, contiguous: its own memory, or (non-contiguous input) one copy kept alive in `copy`.
+const void* dense_data(const Tensor& image, const TensorFacts& facts, std::optional<Tensor>& copy) {
+  if (facts.contiguous) {
+    return image.const_data_ptr();
+  }
+  copy = torch::stable::contiguous(image);
+  return copy->const_data_ptr();
+}
 
-void run_cpu(const Tensor& image, Tensor& out) {
-  const Dtype dtype = kernel_dtype(image.scalar_type());
-  const void* rgb = image.const_data_ptr();
-  void* gray = out.mutable_data_ptr();
-  const CpuPlan plan = plan_cpu(dtype, out.numel(), torch::stable::get_num_threads());
+// Kernel runners: `rgb` contiguous (..., 3), `gray` contiguous with `pixels` elements, on `device`.
+using Runner = void (*)(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int32_t device);
+
+void run_cpu(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int32_t /*device*/) {
+  const CpuPlan plan = plan_cpu(dtype, pixels, torch::stable::get_num_threads());
   std::atomic<int64_t> next_tile{0};
   torch::stable::parallel_for(0, plan.workers, 1,
       [&](int64_t, int64_t) { convert_cpu_tiles(dtype, rgb, gray, plan, next_tile); });
@@ -183,8 +223,7 @@ void run_cpu(const Tensor& image, Tensor& out) {
 
 #ifdef IMG2GRAY_WITH_CUDA
 template <CudaKernel kKernel>
-void run_cuda(const Tensor& image, Tensor& out) {
-  const int32_t device = image.get_device_index();
+void run_cuda(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int32_t device) {
   // A device guard through the shim allocates one on the heap; most calls are already on the right device.
   int32_t current = -1;
   STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_device_index(&current));
@@ -195,35 +234,37 @@ void run_cuda(const Tensor& image, Tensor& out) {
   // The AOTI shim, not Stream::nativeHandle(), which needs torch 2.13.
   void* stream = nullptr;
   STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
-  STD_CUDA_CHECK(launch_cuda(kKernel, kernel_dtype(image.scalar_type()), image.const_data_ptr(),
-                             out.mutable_data_ptr(), out.numel(), device, static_cast<cudaStream_t>(stream)));
+  STD_CUDA_CHECK(launch_cuda(kKernel, dtype, rgb, gray, pixels, device, static_cast<cudaStream_t>(stream)));
 }
 #endif
 
 template <Runner kRun>
 Tensor functional(const Tensor& image) {
-  check_image(image);
-  Tensor out = new_contiguous(image, gray_shape(image));
-  if (out.numel() > 0) {
-    Tensor rgb = dense(image);  // non-contiguous input: one copy, then the fast path
-    kRun(rgb, out);
+  const Image in = check_image(image);
+  Tensor out = new_contiguous(in.facts, gray_shape(in.facts.sizes));
+  const int64_t pixels = in.facts.numel / 3;
+  if (pixels > 0) {
+    std::optional<Tensor> copy;
+    kRun(in.dtype, dense_data(image, in.facts, copy), out.mutable_data_ptr(), pixels, in.facts.device.index);
   }
   return out;
 }
 
 template <Runner kRun>
 Tensor out_variant(const Tensor& image, Tensor out) {
-  check_image(image);
-  check_out(image, out);
-  if (out.numel() == 0) {
+  const Image in = check_image(image);
+  void* out_data = nullptr;
+  const TensorFacts out_facts = check_out(image, in, out, out_data);
+  if (out_facts.numel == 0) {
     return out;
   }
-  Tensor rgb = dense(image);
-  if (out.is_contiguous()) {
-    kRun(rgb, out);
+  std::optional<Tensor> copy;
+  const void* rgb = dense_data(image, in.facts, copy);
+  if (out_facts.contiguous) {
+    kRun(in.dtype, rgb, out_data, out_facts.numel, in.facts.device.index);
   } else {
-    Tensor packed = new_contiguous(out, gray_shape(image));
-    kRun(rgb, packed);
+    Tensor packed = new_contiguous(out_facts, gray_shape(in.facts.sizes));
+    kRun(in.dtype, rgb, packed.mutable_data_ptr(), out_facts.numel, in.facts.device.index);
     torch::stable::copy_(out, packed);
   }
   return out;
