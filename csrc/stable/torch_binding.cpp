@@ -136,8 +136,9 @@ TensorFacts facts_of(const Tensor& t) {
   return facts;
 }
 
-std::vector<int64_t> gray_shape(IntArray sizes) {
-  return std::vector<int64_t>(sizes.begin(), sizes.end() - 1);
+// The image's shape without its channel dimension: a view of the image's sizes, nothing copied.
+IntArray gray_shape(IntArray sizes) {
+  return IntArray(sizes.data(), sizes.size() - 1);
 }
 
 // An image the kernels can serve: its facts and its kernel dtype.
@@ -188,7 +189,7 @@ TensorFacts check_out(const Tensor& image, const Image& in, const Tensor& out, v
 
 // Allocation through the AOTI C shim that ATen's own empty_strided sits behind (CUDA: torch's caching allocator),
 // not through the boxed dispatcher (torch_call_dispatcher costs microseconds per call).
-Tensor new_contiguous(const TensorFacts& like, const std::vector<int64_t>& shape) {
+Tensor new_contiguous(const TensorFacts& like, IntArray shape) {
   std::vector<int64_t> strides(shape.size());
   int64_t stride = 1;
   for (size_t d = shape.size(); d-- > 0;) {
