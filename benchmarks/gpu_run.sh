@@ -12,9 +12,10 @@
 # PHASES, comma-separated, run in order: stable / classic (that build's op and CUDA tests, compute-sanitizer
 # memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants,
 # launch (benchmarks/launch_cost.cu: one kernel launch from plain C++, the floor under a small frame; into gpu.txt),
-# ab (the small-frame and per-call rows twice, alternating dist/gpu/baseline/*.whl, e.g. the last commit's wheel, with
-# the stable wheel: a host-path change against its baseline in one run; ab.txt and ab-baseline.json), abclassic (the same
-# rounds with the classic build compiled in this call as the baseline: what the stable ABI's host path costs).
+# ab (the small-frame and per-call rows AB_ROUNDS times (2), alternating each dist/gpu/ab/<name>/*.whl, e.g. the last
+# commit's wheel, with the stable wheel: host-path changes against their baseline in one run; ab.txt and ab.json),
+# abclassic (the same rounds with the classic build compiled in this call as the baseline: what the stable ABI's host
+# path costs; ab-classic.json).
 # Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
 set -uo pipefail
 GPU=${1:-dist/gpu}
@@ -50,15 +51,17 @@ classic_built() {  # waits for the background classic build once; its exit statu
   [ -n "${BUILD_RC:-}" ] || { wait "$BUILD"; BUILD_RC=$?; }
   return "$BUILD_RC"
 }
-ab_rounds() {  # $1: the baseline's name, $2: its site; two rounds, baseline then stable, into ab.txt and ab-$1.json
+ab_rounds() {  # $1: a name for the JSON file; then name=site pairs; AB_ROUNDS rounds (2), each pair then stable
+  local json=$1 round pair name site
+  shift
   rm -f /tmp/ab-*.json
-  for round in 1 2; do for name in "$1" stable; do
-    site=$2; [ "$name" = stable ] && site=/tmp/site-stable
+  for round in $(seq "${AB_ROUNDS:-2}"); do for pair in "$@" stable=/tmp/site-stable; do
+    name=${pair%%=*} site=${pair#*=}
     echo "== $name, round $round" | tee -a "$OUT/ab.txt"
     PYTHONPATH=$site timeout 150 python3 benchmarks/bench_img2gray.py --sections host,small \
       --json "/tmp/ab-$name-$round.json" 2>&1 | grep -E "^\| (8x8|1920|1280)|failed" | tee -a "$OUT/ab.txt"
   done; done
-  python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/ab-$1.json', 'w'))" \
+  python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/$json.json', 'w'))" \
     /tmp/ab-*.json
 }
 case ",$PHASE," in *,classic,*|*,abclassic,*)
@@ -81,10 +84,15 @@ for phase in ${PHASE//,/ }; do
     launch)
       nvcc -O2 -arch=sm_90 -std=c++17 benchmarks/launch_cost.cu -o /tmp/launch_cost && /tmp/launch_cost | tee -a "$OUT/gpu.txt" ;;
     ab)
-      python3 -m pip install -q --no-deps --no-index --no-compile --target /tmp/site-baseline "$GPU"/baseline/*.whl || continue
-      ab_rounds baseline /tmp/site-baseline ;;
+      pairs=()
+      for dir in "$GPU"/ab/*/; do
+        name=$(basename "$dir")
+        python3 -m pip install -q --no-deps --no-index --no-compile --target "/tmp/site-$name" "$dir"*.whl \
+          && pairs+=("$name=/tmp/site-$name")
+      done
+      ab_rounds ab "${pairs[@]}" ;;
     abclassic)
-      if classic_built; then ab_rounds classic /tmp/classic/site; else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
+      if classic_built; then ab_rounds ab-classic classic=/tmp/classic/site; else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
     all) echo "all = stable,bench,classic" ;;
   esac
   pack
