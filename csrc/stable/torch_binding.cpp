@@ -1,4 +1,4 @@
-// The stable-ABI binding: torch::stable::Tensor and STABLE_TORCH_LIBRARY, compiled with TORCH_TARGET_VERSION
+// The stable-ABI binding: STABLE_TORCH_LIBRARY and the AOTI C shim, compiled with TORCH_TARGET_VERSION
 // set to torch 2.10 (CMakeLists.txt). It reaches torch only through the versioned C shims, so one binary runs
 // under every torch >= 2.10 (no at::/c10:: symbol is imported; tests check the ELF). Same schema, checks and
 // kernels as classic/torch_binding.cpp; errors surface as RuntimeError (the Python wrapper re-raises them as the
@@ -29,6 +29,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 // The stable headers look up newer shims with dlsym(RTLD_DEFAULT, ...). glibc 2.34 moved dlsym into libc under
@@ -41,8 +42,36 @@ __asm__(".symver dlsym,dlsym@GLIBC_2.2.5");
 namespace img2gray {
 namespace {
 
-using torch::headeronly::ScalarType;
 using torch::stable::Tensor;
+
+// A tensor the call owns, without the heap: the boxed kernels below take their arguments' handles off the
+// dispatcher's stack and hand a result's back. Wrapping each in torch::stable::Tensor (as TORCH_BOX does) costs a
+// shared_ptr control block per tensor per call, and returning one a second handle (benchmarks/NOTES.md, row 17).
+class OwnedHandle {
+ public:
+  explicit OwnedHandle(AtenTensorHandle handle) noexcept : handle_(handle) {}
+  OwnedHandle(OwnedHandle&& other) noexcept : handle_(other.release()) {}
+  OwnedHandle(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(OwnedHandle&&) = delete;
+  ~OwnedHandle() {
+    if (handle_ != nullptr) {
+      (void)aoti_torch_delete_tensor_object(handle_);
+    }
+  }
+  AtenTensorHandle get() const noexcept { return handle_; }
+  AtenTensorHandle release() noexcept { return std::exchange(handle_, nullptr); }
+
+ private:
+  AtenTensorHandle handle_;
+};
+
+// A torch::stable::Tensor sharing `handle`'s tensor, for the rare paths that call torch's ops (copies).
+Tensor shared_tensor(AtenTensorHandle handle) {
+  AtenTensorHandle copy = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_new_tensor_handle(handle, &copy));
+  return Tensor(copy);
+}
 
 // One-line errors (STD_TORCH_CHECK prefixes "function, file:line, "); they surface as RuntimeError, which the
 // Python wrapper turns into the same typed TypeError/ValueError as the classic build's.
@@ -76,6 +105,11 @@ std::optional<Dtype> kernel_dtype(int32_t code) {
   if (code == kFloat16) return Dtype::kFloat16;
   if (code == kBFloat16) return Dtype::kBFloat16;
   return std::nullopt;
+}
+
+std::string dtype_name(int32_t code) {
+  using torch::stable::detail::from;
+  return torch::headeronly::toString(torch::stable::detail::to<torch::headeronly::ScalarType>(from(code)));
 }
 
 size_t element_size(Dtype dtype) {
@@ -114,8 +148,7 @@ struct TensorFacts {
   bool contiguous;
 };
 
-TensorFacts facts_of(const Tensor& t) {
-  const AtenTensorHandle handle = t.get();
+TensorFacts facts_of(AtenTensorHandle handle) {
   int64_t dim = 0;
   int64_t* sizes = nullptr;
   int64_t* strides = nullptr;
@@ -147,25 +180,42 @@ struct Image {
   Dtype dtype;
 };
 
+bool is_defined(AtenTensorHandle handle) {
+  bool defined = false;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_is_defined(handle, &defined));
+  return defined;
+}
+
+const void* const_data(AtenTensorHandle handle) {
+  const void* data = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(torch_get_const_data_ptr(handle, &data));
+  return data;
+}
+
+void* mutable_data(AtenTensorHandle handle) {
+  void* data = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(torch_get_mutable_data_ptr(handle, &data));
+  return data;
+}
+
 // The checks run once per call, here (the Python wrapper adds none on the success path).
-Image check_image(const Tensor& image) {
-  IMG2GRAY_CHECK(image.defined(), "img2gray: expected image to be a Tensor, got None");
+Image check_image(AtenTensorHandle image) {
+  IMG2GRAY_CHECK(is_defined(image), "img2gray: expected image to be a Tensor, got None");
   const TensorFacts facts = facts_of(image);
   IMG2GRAY_CHECK(facts.sizes.size() >= 3 && facts.sizes.back() == 3,
                  "img2gray: expected an RGB image of shape (..., H, W, 3), got shape ", format_shape(facts.sizes));
   const std::optional<Dtype> dtype = kernel_dtype(facts.dtype);
   IMG2GRAY_CHECK(dtype.has_value(), "img2gray: expected dtype uint8, float16, bfloat16 or float32, got ",
-                 torch::headeronly::toString(image.scalar_type()));
+                 dtype_name(facts.dtype));
   return {facts, *dtype};
 }
 
 // Checks `out` against the checked image; its facts, and (when it has elements) its data pointer in `out_data`.
-TensorFacts check_out(const Tensor& image, const Image& in, const Tensor& out, void*& out_data) {
-  IMG2GRAY_CHECK(out.defined(), "img2gray: expected out to be a Tensor, got None");
+TensorFacts check_out(AtenTensorHandle image, const Image& in, AtenTensorHandle out, void*& out_data) {
+  IMG2GRAY_CHECK(is_defined(out), "img2gray: expected out to be a Tensor, got None");
   const TensorFacts facts = facts_of(out);
   IMG2GRAY_CHECK(facts.dtype == in.facts.dtype, "img2gray: expected out of dtype ",
-                 torch::headeronly::toString(image.scalar_type()), " (the image's), got ",
-                 torch::headeronly::toString(out.scalar_type()));
+                 dtype_name(in.facts.dtype), " (the image's), got ", dtype_name(facts.dtype));
   IMG2GRAY_CHECK(facts.device == in.facts.device, "img2gray: expected out on ", device_name(in.facts.device),
                  " (the image's device), got ", device_name(facts.device));
   const IntArray sizes = in.facts.sizes;
@@ -178,37 +228,43 @@ TensorFacts check_out(const Tensor& image, const Image& in, const Tensor& out, v
   IMG2GRAY_CHECK(facts.contiguous || !may_self_overlap(facts.sizes, facts.strides),
                  "img2gray: more than one element of out may refer to a single memory location (internal overlap); "
                  "expected an out whose elements do not share memory, got strides ", format_shape(facts.strides));
-  out_data = out.mutable_data_ptr();
+  out_data = mutable_data(out);
   const size_t bytes = element_size(in.dtype);
   IMG2GRAY_CHECK(in.facts.numel == 0 ||
                      !overlap(byte_span(out_data, facts.sizes, facts.strides, bytes),
-                              byte_span(image.const_data_ptr(), sizes, in.facts.strides, bytes)),
+                              byte_span(const_data(image), sizes, in.facts.strides, bytes)),
                  "img2gray: out overlaps the image's memory");
   return facts;
 }
 
 // Allocation through the AOTI C shim that ATen's own empty_strided sits behind (CUDA: torch's caching allocator),
 // not through the boxed dispatcher (torch_call_dispatcher costs microseconds per call).
-Tensor new_contiguous(const TensorFacts& like, IntArray shape) {
-  std::vector<int64_t> strides(shape.size());
+OwnedHandle new_contiguous(const TensorFacts& like, IntArray shape) {
+  constexpr size_t kMaxDims = 16;  // strides on the stack up to here (a heap block per call otherwise)
+  std::vector<int64_t> heap_strides;
+  int64_t stack_strides[kMaxDims];
+  int64_t* strides = stack_strides;
+  if (shape.size() > kMaxDims) {
+    heap_strides.resize(shape.size());
+    strides = heap_strides.data();
+  }
   int64_t stride = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     strides[d] = stride;
     stride *= std::max<int64_t>(shape[d], 1);
   }
   AtenTensorHandle handle = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(),
-                                                         strides.data(), like.dtype, like.device.type,
-                                                         like.device.index, &handle));
-  return Tensor(handle);
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides,
+                                                         like.dtype, like.device.type, like.device.index, &handle));
+  return OwnedHandle(handle);
 }
 
 // The image's pixels, contiguous: its own memory, or (non-contiguous input) one copy kept alive in `copy`.
-const void* dense_data(const Tensor& image, const TensorFacts& facts, std::optional<Tensor>& copy) {
+const void* dense_data(AtenTensorHandle image, const TensorFacts& facts, std::optional<Tensor>& copy) {
   if (facts.contiguous) {
-    return image.const_data_ptr();
+    return const_data(image);
   }
-  copy = torch::stable::contiguous(image);
+  copy = torch::stable::contiguous(shared_tensor(image));
   return copy->const_data_ptr();
 }
 
@@ -239,43 +295,78 @@ void run_cuda(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int32_t 
 }
 #endif
 
+// The kernels' bodies, on handles the boxed entry points below own for the whole call.
 template <Runner kRun>
-Tensor functional(const Tensor& image) {
+OwnedHandle functional(AtenTensorHandle image) {
   const Image in = check_image(image);
-  Tensor out = new_contiguous(in.facts, gray_shape(in.facts.sizes));
+  OwnedHandle out = new_contiguous(in.facts, gray_shape(in.facts.sizes));
   const int64_t pixels = in.facts.numel / 3;
   if (pixels > 0) {
     std::optional<Tensor> copy;
-    kRun(in.dtype, dense_data(image, in.facts, copy), out.mutable_data_ptr(), pixels, in.facts.device.index);
+    kRun(in.dtype, dense_data(image, in.facts, copy), mutable_data(out.get()), pixels, in.facts.device.index);
   }
   return out;
 }
 
 template <Runner kRun>
-Tensor out_variant(const Tensor& image, Tensor out) {
+void out_variant(AtenTensorHandle image, AtenTensorHandle out) {
   const Image in = check_image(image);
   void* out_data = nullptr;
   const TensorFacts out_facts = check_out(image, in, out, out_data);
   if (out_facts.numel == 0) {
-    return out;
+    return;
   }
   std::optional<Tensor> copy;
   const void* rgb = dense_data(image, in.facts, copy);
   if (out_facts.contiguous) {
     kRun(in.dtype, rgb, out_data, out_facts.numel, in.facts.device.index);
   } else {
-    Tensor packed = new_contiguous(out_facts, gray_shape(in.facts.sizes));
-    kRun(in.dtype, rgb, packed.mutable_data_ptr(), out_facts.numel, in.facts.device.index);
-    torch::stable::copy_(out, packed);
+    const OwnedHandle packed = new_contiguous(out_facts, gray_shape(in.facts.sizes));
+    kRun(in.dtype, rgb, mutable_data(packed.get()), out_facts.numel, in.facts.device.index);
+    Tensor destination = shared_tensor(out);
+    torch::stable::copy_(destination, shared_tensor(packed.get()));
   }
-  return out;
 }
 
-// _img2gray_into: out_variant with positional arguments and nothing returned, the wrapper's out= path. A torch.ops
-// call parses keyword arguments and wraps a returned tensor; with neither it costs ~0.5 us less (benchmarks/NOTES.md).
+// Boxed entry points, registered in place of TORCH_BOX's (see OwnedHandle): each takes ownership of its arguments'
+// handles before anything can throw, and hands its result's handle to the stack.
+void expect_arity(const char* op, uint64_t num_args, uint64_t num_outputs, uint64_t args, uint64_t outputs) {
+  IMG2GRAY_CHECK(num_args == args && num_outputs == outputs, op, ": registered schema has ", num_args,
+                 " arguments and ", num_outputs, " returns, the kernel takes ", args, " and returns ", outputs);
+}
+
+AtenTensorHandle tensor_argument(StableIValue value) {
+  return torch::stable::detail::to<AtenTensorHandle>(value);
+}
+
+// img2gray(Tensor image) -> Tensor, and _img2gray_no_grad, _img2gray_simple.
 template <Runner kRun>
-void into(const Tensor& image, Tensor out) {
-  (void)out_variant<kRun>(image, std::move(out));
+void boxed_functional(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  const OwnedHandle image(tensor_argument(stack[0]));
+  expect_arity("img2gray", num_args, num_outputs, 1, 1);
+  OwnedHandle out = functional<kRun>(image.get());
+  stack[0] = torch::stable::detail::from(out.release());
+}
+
+// img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!): returns its own handle of out.
+template <Runner kRun>
+void boxed_out(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  const OwnedHandle image(tensor_argument(stack[0]));
+  OwnedHandle out(tensor_argument(stack[1]));
+  expect_arity("img2gray.out", num_args, num_outputs, 2, 1);
+  out_variant<kRun>(image.get(), out.get());
+  stack[0] = torch::stable::detail::from(out.release());
+}
+
+// _img2gray_into(Tensor image, Tensor(a!) out) -> (): img2gray.out with positional arguments and nothing returned,
+// the wrapper's out= path. A torch.ops call parses keyword arguments and wraps a returned tensor; with neither it
+// costs ~0.5 us less (benchmarks/NOTES.md).
+template <Runner kRun>
+void boxed_into(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  const OwnedHandle image(tensor_argument(stack[0]));
+  const OwnedHandle out(tensor_argument(stack[1]));
+  expect_arity("_img2gray_into", num_args, num_outputs, 2, 0);
+  out_variant<kRun>(image.get(), out.get());
 }
 
 // Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
@@ -284,19 +375,12 @@ constexpr const char kNested[] = "a nested tensor";
 constexpr const char kSparse[] = "a sparse tensor";
 
 template <const char* kWhat>
-Tensor refuse_layout(const Tensor& /*image*/) {
+void boxed_refuse_layout(StableIValue* stack, uint64_t num_args, uint64_t /*num_outputs*/) {
+  for (uint64_t i = 0; i < num_args; ++i) {
+    const OwnedHandle argument(tensor_argument(stack[i]));
+  }
   fail("img2gray: expected a strided (dense) image of shape (..., H, W, 3), got ", kWhat,
        " (convert each image separately, or call .to_dense())");
-}
-
-template <const char* kWhat>
-Tensor refuse_layout_out(const Tensor& image, Tensor /*out*/) {
-  return refuse_layout<kWhat>(image);
-}
-
-template <const char* kWhat>
-void refuse_layout_into(const Tensor& image, Tensor /*out*/) {
-  (void)refuse_layout<kWhat>(image);
 }
 
 }  // namespace
@@ -314,18 +398,18 @@ IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
 }
 
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
-  m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
-  m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
-  m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cpu>));
-  m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cpu>));
+  m.impl("img2gray", &img2gray::boxed_functional<img2gray::run_cpu>);
+  m.impl("_img2gray_no_grad", &img2gray::boxed_functional<img2gray::run_cpu>);
+  m.impl("img2gray.out", &img2gray::boxed_out<img2gray::run_cpu>);
+  m.impl("_img2gray_into", &img2gray::boxed_into<img2gray::run_cpu>);
 }
 
-#define IMG2GRAY_REFUSE(key, what)                                                        \
-  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {                   \
-    m.impl("img2gray", TORCH_BOX(&img2gray::refuse_layout<img2gray::what>));                     \
-    m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::refuse_layout<img2gray::what>));            \
-    m.impl("img2gray.out", TORCH_BOX(&img2gray::refuse_layout_out<img2gray::what>));             \
-    m.impl("_img2gray_into", TORCH_BOX(&img2gray::refuse_layout_into<img2gray::what>));          \
+#define IMG2GRAY_REFUSE(key, what)                                                 \
+  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {            \
+    m.impl("img2gray", &img2gray::boxed_refuse_layout<img2gray::what>);                   \
+    m.impl("_img2gray_no_grad", &img2gray::boxed_refuse_layout<img2gray::what>);          \
+    m.impl("img2gray.out", &img2gray::boxed_refuse_layout<img2gray::what>);               \
+    m.impl("_img2gray_into", &img2gray::boxed_refuse_layout<img2gray::what>);             \
   }
 IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
 IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)
@@ -337,11 +421,11 @@ IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
 #ifdef IMG2GRAY_WITH_CUDA
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
   using img2gray::CudaKernel;
-  m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kFast>>));
-  m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kFast>>));
-  m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cuda<CudaKernel::kFast>>));
-  m.impl("_img2gray_simple", TORCH_BOX(&img2gray::functional<img2gray::run_cuda<CudaKernel::kSimple>>));
-  m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cuda<CudaKernel::kFast>>));
+  m.impl("img2gray", &img2gray::boxed_functional<img2gray::run_cuda<CudaKernel::kFast>>);
+  m.impl("_img2gray_no_grad", &img2gray::boxed_functional<img2gray::run_cuda<CudaKernel::kFast>>);
+  m.impl("img2gray.out", &img2gray::boxed_out<img2gray::run_cuda<CudaKernel::kFast>>);
+  m.impl("_img2gray_simple", &img2gray::boxed_functional<img2gray::run_cuda<CudaKernel::kSimple>>);
+  m.impl("_img2gray_into", &img2gray::boxed_into<img2gray::run_cuda<CudaKernel::kFast>>);
 }
 #endif
 
