@@ -6,6 +6,8 @@ Every check is written once and runs on the CPU and, where a GPU exists, on CUDA
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -221,6 +223,67 @@ def test_the_wrappers_no_grad_op_runs_the_functional_overloads_checks_and_kernel
         torch.ops.img2gray._img2gray_no_grad(torch.zeros(3, 4, device=device))
     with pytest.raises(TypeError if classic else RuntimeError, match="expected a strided"):
         torch.ops.img2gray._img2gray_no_grad(torch.zeros(2, 2, 3, device=device).to_sparse())
+
+
+@pytest.fixture
+def autograd_fallback_warns() -> Iterator[None]:
+    """torch's default: an op without an autograd kernel runs torch's fallback, which marks its outputs as requiring
+    grad through a node that warns on backward."""
+    mode = torch._C._get_autograd_fallback_mode()
+    torch._C._set_autograd_fallback_mode("warn")
+    try:
+        yield
+    finally:
+        torch._C._set_autograd_fallback_mode(mode)
+
+
+@pytest.mark.usefixtures("autograd_fallback_warns")
+def test_the_wrappers_private_ops_fall_through_the_autograd_keys() -> None:
+    """The wrapper calls them only when no gradient is wanted, so torch's boxed fallback is skipped (it would mark the
+    result as requiring grad); the classic build's _img2gray_into keeps its C++ kernel, which refuses."""
+    image = random_image((3, 5, 3), torch.float32, "cpu").requires_grad_()
+    gray = torch.ops.img2gray._img2gray_no_grad(image)
+    assert gray.grad_fn is None and torch.equal(gray, torch.ops.img2gray.img2gray(image.detach()))
+    if "cuda" in DEVICES:  # the CUDA reference op has no fallthrough: the fallback runs
+        assert torch.ops.img2gray._img2gray_simple(image.detach().cuda().requires_grad_()).grad_fn is not None
+    out = torch.empty(3, 5)
+    if img2gray.build_info().abi == "classic":
+        with pytest.raises(RuntimeError, match=r"out=\.\.\. arguments don't support automatic differentiation"):
+            torch.ops.img2gray._img2gray_into(image, out)
+    else:
+        torch.ops.img2gray._img2gray_into(image, out)
+        assert torch.equal(out, gray)
+
+
+RELEASE_CASES: dict[str, Callable[[], tuple[Callable[..., object], tuple[torch.Tensor, ...]]]] = {
+    "functional": lambda: (torch.ops.img2gray.img2gray, (torch.rand(4, 5, 3),)),
+    "no-grad": lambda: (torch.ops.img2gray._img2gray_no_grad, (torch.rand(4, 5, 3),)),
+    "strided image (a copy)": lambda: (torch.ops.img2gray.img2gray, (torch.rand(4, 5, 3)[:, ::2],)),
+    "out=": lambda: (lambda a, o: torch.ops.img2gray.img2gray.out(a, out=o), (torch.rand(4, 5, 3), torch.empty(4, 5))),
+    "into": lambda: (torch.ops.img2gray._img2gray_into, (torch.rand(4, 5, 3), torch.empty(4, 5))),
+    "into a strided out (a copy)": lambda: (torch.ops.img2gray._img2gray_into,
+                                            (torch.rand(4, 3, 3), torch.empty(4, 6)[:, ::2])),
+    "refused shape": lambda: (torch.ops.img2gray._img2gray_into, (torch.rand(4, 5, 3), torch.empty(5, 4))),
+    "refused layout": lambda: (torch.ops.img2gray._img2gray_into, (torch.rand(4, 5, 3).to_sparse(), torch.empty(4, 5))),
+}
+
+
+@pytest.mark.parametrize("case", RELEASE_CASES)
+def test_each_kernel_releases_the_tensors_it_was_given_and_returned(case: str) -> None:
+    """The stable build's boxed kernels own their arguments' handles (csrc/stable/torch_binding.cpp, OwnedHandle):
+    once Python drops a tensor, nothing in C++ may keep it alive (torch keeps a tensor's Python object, and so a
+    weak reference to it, alive while C++ holds the tensor), refusals included. A double release would crash."""
+    op, tensors = RELEASE_CASES[case]()
+    refs = [weakref.ref(t) for t in tensors]
+    try:
+        result = op(*tensors)
+    except (RuntimeError, TypeError, ValueError):
+        result = None
+    if isinstance(result, torch.Tensor):
+        refs.append(weakref.ref(result))
+    del op, tensors, result
+    gc.collect()
+    assert [ref() is None for ref in refs] == [True] * len(refs)
 
 
 def test_the_op_refuses_an_out_that_overlaps_its_input() -> None:

@@ -39,14 +39,26 @@ def _entry_point(overload: torch._ops.OpOverload) -> Any:
 
 # Eager out=: `_img2gray_into(image, out) -> ()`, the out overload's checks and kernels behind a schema with
 # positional arguments and no return: the torch.ops call parses no keyword and wraps no result (~0.3-0.5 us less,
-# benchmarks/NOTES.md). Its kernels are not registered for the Autograd keys, which would skip the fallback's
-# ~0.15 us but also every mode below autograd (FakeTensorMode, functionalization).
+# benchmarks/NOTES.md).
 _into_entry = _entry_point(ops._img2gray_into.default)
 # Eager calls that want no gradient: `_img2gray_no_grad(image) -> Tensor`, the functional overload's kernels
-# without the autograd kernel that register_autograd installs, which is Python (a few us per call). torch's C++
-# autograd fallback passes it through (~0.15 us), where entering _AutoDispatchBelowAutograd around the functional
-# overload cost ~0.6-1 us (benchmarks/NOTES.md).
+# without the autograd kernel that register_autograd installs, which is Python (a few us per call). Entering
+# _AutoDispatchBelowAutograd around the functional overload instead cost ~0.6-1 us (benchmarks/NOTES.md).
 _no_grad_entry: Callable[[Tensor], Tensor] = _entry_point(ops._img2gray_no_grad.default)
+
+
+def _fall_through_autograd(op_names: Tuple[str, ...]) -> None:
+    """The wrapper calls its private ops only when no gradient is wanted (and refuses out= with one), so they need
+    nothing at the Autograd keys: a fallthrough there skips torch's boxed autograd fallback on every eager call
+    (~0.05-0.1 us, benchmarks/NOTES.md row 17). Unlike a kernel registered at those keys it runs nothing, so the
+    modes below autograd (FakeTensorMode, functionalization) still see the call. An op that has an Autograd kernel
+    (the classic build's `_img2gray_into`, which raises torch's out=-with-autograd error) keeps it."""
+    for qualname in map(add_op_namespace_prefix, op_names):
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "Autograd"):
+            torch.library.impl(qualname, "Autograd", torch.library.fallthrough_kernel)
+
+
+_fall_through_autograd(("_img2gray_into", "_img2gray_no_grad"))
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 
