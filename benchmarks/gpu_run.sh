@@ -14,8 +14,8 @@
 # launch (benchmarks/launch_cost.cu: one kernel launch from plain C++, the floor under a small frame; into gpu.txt),
 # ab (the small-frame and per-call rows AB_ROUNDS times (2), alternating each dist/gpu/ab/<name>/*.whl, e.g. the last
 # commit's wheel, with the stable wheel: host-path changes against their baseline in one run; ab.txt and ab.json),
-# abclassic (the same rounds with the classic build compiled in this call as the baseline: what the stable ABI's host
-# path costs; ab-classic.json).
+# abclassic (the same rounds with the classic build compiled in this call beside the ab wheels, if any: what the
+# stable ABI's host path costs; ab-classic.json).
 # Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
 set -uo pipefail
 GPU=${1:-dist/gpu}
@@ -68,6 +68,13 @@ case ",$PHASE," in *,classic,*|*,abclassic,*)
   build_classic > "$OUT/build-classic.txt" 2>&1 &
   BUILD=$! ;;
 esac
+ab_pairs=()  # name=site for each dist/gpu/ab/<name>/*.whl
+for dir in "$GPU"/ab/*/; do
+  [ -d "$dir" ] || continue
+  name=$(basename "$dir")
+  python3 -m pip install -q --no-deps --no-index --no-compile --target "/tmp/site-$name" "$dir"*.whl \
+    && ab_pairs+=("$name=/tmp/site-$name")
+done
 for phase in ${PHASE//,/ }; do
   echo "== $phase"
   case $phase in
@@ -83,16 +90,10 @@ for phase in ${PHASE//,/ }; do
         2>&1 | tee "$OUT/bench.txt" ;;
     launch)
       nvcc -O2 -arch=sm_90 -std=c++17 benchmarks/launch_cost.cu -o /tmp/launch_cost && /tmp/launch_cost | tee -a "$OUT/gpu.txt" ;;
-    ab)
-      pairs=()
-      for dir in "$GPU"/ab/*/; do
-        name=$(basename "$dir")
-        python3 -m pip install -q --no-deps --no-index --no-compile --target "/tmp/site-$name" "$dir"*.whl \
-          && pairs+=("$name=/tmp/site-$name")
-      done
-      ab_rounds ab "${pairs[@]}" ;;
+    ab) ab_rounds ab "${ab_pairs[@]}" ;;
     abclassic)
-      if classic_built; then ab_rounds ab-classic classic=/tmp/classic/site; else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
+      if classic_built; then ab_rounds ab-classic classic=/tmp/classic/site "${ab_pairs[@]}"
+      else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
     all) echo "all = stable,bench,classic" ;;
   esac
   pack
