@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from tools.kernelwheel import wheelfile
 from tools.kernelwheel.digests import file_digest
-from tools.kernelwheel.errors import InvalidWheel
+from tools.kernelwheel.errors import InvalidWheel, OutputNotWritable
 from tools.kernelwheel.naming import WheelName
 from tools.kernelwheel.wheelfile import (
     Source,
@@ -25,6 +25,7 @@ from tools.kernelwheel.wheelfile import (
     compress_type_for,
     read_wheel,
     rename_wheel,
+    unpack_wheel,
     write_wheel,
     write_wheel_if_changed,
 )
@@ -75,11 +76,17 @@ def test_rename_moves_dist_info_and_metadata(tmp_path: Path) -> None:
     assert back.name == new and back.metadata["name"] == "demo-cu130"
 
 
-READERS = pytest.mark.parametrize("reader", [read_wheel, check_wheel], ids=["read_wheel", "check_wheel"])
+def unpack_beside(path: Path, label: str | None = None) -> list[str]:
+    """unpack_wheel into a folder beside the wheel."""
+    return unpack_wheel(path, lambda arcname: path.parent / "unpacked" / arcname, label)
+
+
+READERS = pytest.mark.parametrize("reader", [read_wheel, check_wheel, unpack_beside],
+                                  ids=["read_wheel", "check_wheel", "unpack_wheel"])
 
 
 @READERS
-def test_a_tampered_file_is_refused(tmp_path: Path, reader: Callable[[Path], WheelContents]) -> None:
+def test_a_tampered_file_is_refused(tmp_path: Path, reader: Callable[[Path], object]) -> None:
     path = write_wheel(contents(), tmp_path)
     tampered = tmp_path / "t" / path.name
     tampered.parent.mkdir()
@@ -98,7 +105,7 @@ def test_a_tampered_file_is_refused(tmp_path: Path, reader: Callable[[Path], Whe
 ])
 @READERS
 def test_a_damaged_zip_is_said_to_be_unreadable_in_one_line(damage: str, reason: str, tmp_path: Path,
-                                                            reader: Callable[[Path, str], WheelContents]) -> None:
+                                                            reader: Callable[[Path, str], object]) -> None:
     path = write_wheel(contents(), tmp_path)
     data = bytearray(path.read_bytes())
     with zipfile.ZipFile(path) as archive:
@@ -199,6 +206,39 @@ def test_read_wheel_refuses_a_wheel_whose_files_unpack_past_its_limit(tmp_path: 
     assert str(info.value) == (f"bomb.whl: its files unpack to {unpacked} bytes, more than the 32 MiB this tool "
                                "reads into memory")
     assert check_wheel(path).name == NAME  # streaming has no such limit
+
+
+def test_unpack_wheel_copies_each_file_to_its_place_a_chunk_at_a_time(tmp_path: Path) -> None:
+    path = _wheel_of_zeros(tmp_path, 64 << 20)
+    tracemalloc.start()
+    try:
+        names = unpack_beside(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB while unpacking a 64 MiB member"
+    with zipfile.ZipFile(path) as archive:
+        expected = {i.filename: archive.read(i) for i in archive.infolist() if not i.filename.endswith("/RECORD")}
+    unpacked = path.parent / "unpacked"
+    assert {name: (unpacked / name).read_bytes() for name in names} == expected
+    assert (unpacked / "demo/zeros.bin").stat().st_size == 64 << 20
+
+
+def test_unpack_wheel_refuses_a_wheel_past_its_limit_before_writing(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _wheel_of_zeros(tmp_path, 64 << 20)
+    monkeypatch.setattr(wheelfile, "MAX_READ_BYTES", 32 << 20)
+    with pytest.raises(InvalidWheel, match=r"^bomb\.whl: its files unpack to \d+ bytes, more than the 32 MiB this tool "
+                                           r"unpacks to disk$"):
+        unpack_beside(path, "bomb.whl")
+    assert not (path.parent / "unpacked").exists()
+
+
+def test_unpack_wheel_says_when_the_output_cannot_be_written(tmp_path: Path) -> None:
+    path = write_wheel(contents(), tmp_path)
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(OutputNotWritable, match=r"a-file/demo/__init__\.py: cannot be written: "):
+        unpack_wheel(path, lambda arcname: tmp_path / "a-file" / arcname)
 
 
 def test_members_that_do_not_deflate_are_stored_the_rest_deflated(tmp_path: Path) -> None:

@@ -3,8 +3,9 @@
 The wheel's package folder holds the variant's ``metadata.json`` and ``metadata.json.sigstore``: the bundle is
 verified over metadata.json (kernels' signer policies by default, ``--signer-workflow`` and
 ``--sigstore-trusted-root`` as in hub2wheel), then metadata.json's digest over the package's files. A ``.whl`` path is
-read (RECORD hashes checked) and unpacked into a temporary folder; any other argument is a distribution installed in
-the Python running this command. Exit 0 and one line per package on success; one ``error:`` line and exit 1 otherwise.
+unpacked into a temporary folder a chunk at a time, each file checked against its RECORD hash; any other argument is a
+distribution installed in the Python running this command. Exit 0 and one line per package on success; one ``error:``
+line and exit 1 otherwise.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tools.kernelwheel.errors import InvalidWheel, SignatureMissing, ToolError
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
 from tools.kernelwheel.limited_read import file_problem
 from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments, verify_package
-from tools.kernelwheel.wheelfile import read_wheel
+from tools.kernelwheel.wheelfile import unpack_wheel
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,16 +43,11 @@ def _signed_packages(names: Sequence[str]) -> list[str]:
 
 
 def _verify_wheel_file(wheel: Path, options: SignatureOptions) -> list[str]:
-    contents = read_wheel(wheel)
-    packages = _signed_packages(list(contents.files))
-    if not packages:
-        raise SignatureMissing(f"{wheel.name}: no <package>/{SIGSTORE_BUNDLE} (built from an unsigned variant?)")
     with tempfile.TemporaryDirectory(prefix="verify-wheel-") as tmp:
-        for arcname, data in contents.files.items():
-            if arcname.split("/")[0] in packages:
-                target = Path(tmp) / check_relpath(arcname, wheel.name)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data if isinstance(data, bytes) else data.read_bytes())
+        names = unpack_wheel(wheel, lambda arcname: Path(tmp) / check_relpath(arcname, wheel.name))
+        packages = _signed_packages(names)
+        if not packages:
+            raise SignatureMissing(f"{wheel.name}: no <package>/{SIGSTORE_BUNDLE} (built from an unsigned variant?)")
         return [verify_package(Path(tmp) / p, f"{wheel.name}:{p}", options) for p in packages]
 
 

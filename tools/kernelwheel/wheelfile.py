@@ -35,7 +35,7 @@ from wheel.wheelfile import WheelError, WheelFile, urlsafe_b64encode
 
 from tools.kernelwheel.atomic import atomic_path, temporary_directory
 from tools.kernelwheel.digests import checked_digest, file_digest
-from tools.kernelwheel.errors import InvalidWheel, one_line
+from tools.kernelwheel.errors import InvalidWheel, OutputNotWritable, one_line
 from tools.kernelwheel.naming import WheelName
 
 # 1980-01-02: the earliest date a zip file holds in every timezone.
@@ -314,16 +314,63 @@ def check_wheel(path: Path, label: str | None = None) -> WheelContents:
     return _read(path, label or str(path), keep_files=False)
 
 
+def unpack_wheel(path: Path, place: Callable[[str], Path], label: str | None = None) -> list[str]:
+    """Copy every file of the wheel to ``place(arcname)`` a chunk at a time, each checked against its RECORD hash as it
+    is read (memory stays flat whatever the wheel holds); returns the arcnames. ``place`` refuses a name by raising. A
+    wheel whose files unpack to more than ``MAX_READ_BYTES`` is refused before anything is written; a file that fails
+    its hash is left where it was written, so unpack into a folder that is removed on failure."""
+    label = label or str(path)
+    try:
+        WheelName.parse(path.name)
+        with WheelFile(path) as wheel:
+            members = _members_within_limit(wheel, label, "unpacks to disk")
+            for info in members:
+                _copy_member(wheel, info, place(info.filename))
+    except (WheelError, OSError, KeyError) as exc:
+        raise InvalidWheel(f"{label}: cannot be read as a wheel: {exc}") from None
+    except UNREADABLE_ZIP_ERRORS as exc:
+        raise InvalidWheel(f"{label}: {UNREADABLE_ZIP} {one_line(exc)}") from None
+    return [info.filename for info in members]
+
+
+def _files(wheel: WheelFile) -> list[ZipInfo]:
+    """The wheel's files: its members but folders and RECORD."""
+    return [i for i in wheel.infolist() if not i.is_dir() and i.filename != wheel.record_path]
+
+
+def _members_within_limit(wheel: WheelFile, label: str, what: str) -> list[ZipInfo]:
+    """``_files(wheel)``, refused if they unpack to more than ``MAX_READ_BYTES``."""
+    members = _files(wheel)
+    unpacked = sum(info.file_size for info in members)
+    if unpacked > MAX_READ_BYTES:
+        raise InvalidWheel(f"{label}: its files unpack to {unpacked} bytes, more than the {MAX_READ_BYTES >> 20} MiB "
+                           f"this tool {what}")
+    return members
+
+
+def _copy_member(wheel: WheelFile, info: ZipInfo, target: Path) -> None:
+    """One member into ``target``, read to its end (WheelFile checks the RECORD hash there). A failed write is the
+    output's fault, not the wheel's: OutputNotWritable."""
+    with wheel.open(info) as member:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            out = target.open("wb")
+        except OSError as exc:
+            raise OutputNotWritable(f"{target}: cannot be written: {one_line(exc)}") from None
+        with out:
+            while chunk := member.read(CHUNK):
+                try:
+                    out.write(chunk)
+                except OSError as exc:
+                    raise OutputNotWritable(f"{target}: cannot be written: {one_line(exc)}") from None
+
+
 def _read(path: Path, label: str, *, keep_files: bool) -> WheelContents:
     try:
         name = WheelName.parse(path.name)
         with WheelFile(path) as wheel:
             dist_info = wheel.dist_info_path
-            members = [i for i in wheel.infolist() if not i.is_dir() and i.filename != wheel.record_path]
-            unpacked = sum(info.file_size for info in members)
-            if keep_files and unpacked > MAX_READ_BYTES:
-                raise InvalidWheel(f"{label}: its files unpack to {unpacked} bytes, more than the "
-                                   f"{MAX_READ_BYTES >> 20} MiB this tool reads into memory")
+            members = _members_within_limit(wheel, label, "reads into memory") if keep_files else _files(wheel)
             kept = {f"{dist_info}/{n}" for n in _KEPT_ANYWAY}
             files = {info.filename: _checked_member(wheel, info, keep_files or info.filename in kept)
                      for info in members}
