@@ -7,6 +7,7 @@ import tracemalloc
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from installer.sources import WheelFile as InstallerWheelFile
@@ -153,16 +154,25 @@ def _streamed(tmp_path: Path, files: dict[str, bytes]) -> WheelContents[Source]:
     return WheelContents(base.name, base.metadata, paths, base.root_is_purelib)
 
 
+Result = TypeVar("Result")
+
+
+def _with_peak_memory(run: Callable[[], Result]) -> tuple[Result, int]:
+    """``run()``'s result, and the most memory Python allocated while it ran."""
+    tracemalloc.start()
+    try:
+        result = run()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
 def test_a_large_member_is_streamed_not_held_in_memory(tmp_path: Path) -> None:
     big = _random_file(tmp_path / "big.so", 64 << 20)
     base = contents()
     streamed = WheelContents(base.name, base.metadata, {**base.files, "demo/_big.so": big}, base.root_is_purelib)
-    tracemalloc.start()
-    try:
-        path = write_wheel(streamed, tmp_path / "out")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    path, peak = _with_peak_memory(lambda: write_wheel(streamed, tmp_path / "out"))
     assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB while writing a 64 MiB member"
     with InstallerWheelFile.open(path) as source:
         source.validate_record()
@@ -185,12 +195,7 @@ def _wheel_of_zeros(tmp_path: Path, size: int) -> Path:
 def test_check_wheel_hashes_every_member_a_chunk_at_a_time(tmp_path: Path) -> None:
     path = _wheel_of_zeros(tmp_path, 64 << 20)
     assert path.stat().st_size < 1 << 20
-    tracemalloc.start()
-    try:
-        checked = check_wheel(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    checked, peak = _with_peak_memory(lambda: check_wheel(path))
     assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB while checking a 64 MiB member"
     assert checked.name == NAME and checked.metadata["version"] == "1.0+torch2.14" and checked.files == {}
     assert read_wheel(path).files["demo/zeros.bin"] == bytes(64 << 20)  # what check_wheel hashed and let go
@@ -210,12 +215,7 @@ def test_read_wheel_refuses_a_wheel_whose_files_unpack_past_its_limit(tmp_path: 
 
 def test_unpack_wheel_copies_each_file_to_its_place_a_chunk_at_a_time(tmp_path: Path) -> None:
     path = _wheel_of_zeros(tmp_path, 64 << 20)
-    tracemalloc.start()
-    try:
-        names = unpack_beside(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    names, peak = _with_peak_memory(lambda: unpack_beside(path))
     assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB while unpacking a 64 MiB member"
     with zipfile.ZipFile(path) as archive:
         expected = {i.filename: archive.read(i) for i in archive.infolist() if not i.filename.endswith("/RECORD")}
