@@ -30,7 +30,7 @@ from packaging.version import InvalidVersion, Version
 
 from tools.kernelwheel import json_cache, revision_probe
 from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
+from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound, one_line
 from tools.kernelwheel.urls import printable, redact, url_problem
 
 # huggingface_hub is imported where it is used: its constants module parses HF_ENDPOINT on import and raises a bare
@@ -481,7 +481,7 @@ def _assets_folder(settings: HubSettings, namespace: str, subfolder: str = "defa
         return cached_assets_path("hub2wheel", namespace=namespace, subfolder=subfolder, assets_dir=settings.assets_dir)
     except (OSError, ValueError) as exc:  # ValueError: a file where one of its folders should be
         raise HubError(f"huggingface_hub's assets cache {settings.assets_dir} (HF_HOME, HF_ASSETS_CACHE) cannot "
-                       f"be used: {' '.join(str(exc).split())}") from None
+                       f"be used: {one_line(exc)}") from None
 
 
 def digest_cache_file(settings: HubSettings) -> Path:
