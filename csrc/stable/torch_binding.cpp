@@ -376,7 +376,7 @@ constexpr const char kSparse[] = "a sparse tensor";
 
 template <const char* kWhat>
 void boxed_refuse_layout(StableIValue* stack, uint64_t num_args, uint64_t /*num_outputs*/) {
-  for (uint64_t i = 0; i < num_args; ++i) {
+  for (uint64_t i = 0; i < num_args; ++i) {  // every argument is a tensor: released before the error
     const OwnedHandle argument(tensor_argument(stack[i]));
   }
   fail("img2gray: expected a strided (dense) image of shape (..., H, W, 3), got ", kWhat,
@@ -404,12 +404,12 @@ IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
   m.impl("_img2gray_into", &img2gray::boxed_into<img2gray::run_cpu>);
 }
 
-#define IMG2GRAY_REFUSE(key, what)                                                 \
-  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {            \
-    m.impl("img2gray", &img2gray::boxed_refuse_layout<img2gray::what>);                   \
-    m.impl("_img2gray_no_grad", &img2gray::boxed_refuse_layout<img2gray::what>);          \
-    m.impl("img2gray.out", &img2gray::boxed_refuse_layout<img2gray::what>);               \
-    m.impl("_img2gray_into", &img2gray::boxed_refuse_layout<img2gray::what>);             \
+#define IMG2GRAY_REFUSE(key, what)                                               \
+  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {   \
+    m.impl("img2gray", &img2gray::boxed_refuse_layout<img2gray::what>);          \
+    m.impl("_img2gray_no_grad", &img2gray::boxed_refuse_layout<img2gray::what>); \
+    m.impl("img2gray.out", &img2gray::boxed_refuse_layout<img2gray::what>);      \
+    m.impl("_img2gray_into", &img2gray::boxed_refuse_layout<img2gray::what>);    \
   }
 IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
 IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)

@@ -20,7 +20,8 @@ import io
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic
@@ -296,8 +297,20 @@ UNREADABLE_ZIP_ERRORS = (BadZipFile, LargeZipFile, zlib.error, EOFError, NotImpl
 UNREADABLE_ZIP = "not a readable wheel (zip archive):"
 
 
-# read_wheel holds every file in memory, so it refuses a wheel whose files unpack to more than this. The zip's own
-# sizes are what zipfile decompresses up to, so they bound the memory: a zip bomb of a few KiB can declare terabytes.
+@contextmanager
+def _reading(label: str) -> Iterator[None]:
+    """What reading a wheel raises, as one-line InvalidWheel errors naming ``label``."""
+    try:
+        yield
+    except (WheelError, OSError, KeyError) as exc:
+        raise InvalidWheel(f"{label}: cannot be read as a wheel: {exc}") from None
+    except UNREADABLE_ZIP_ERRORS as exc:
+        raise InvalidWheel(f"{label}: {UNREADABLE_ZIP} {one_line(exc)}") from None
+
+
+# read_wheel holds every file in memory and unpack_wheel writes them all to disk, so both refuse a wheel whose files
+# unpack to more than this. The zip's own sizes are what zipfile decompresses up to, so they bound what is read: a
+# zip bomb of a few KiB can declare terabytes.
 MAX_READ_BYTES = 4 << 30
 _KEPT_ANYWAY = ("METADATA", "WHEEL")  # what check_wheel keeps of the .dist-info
 
@@ -320,16 +333,11 @@ def unpack_wheel(path: Path, place: Callable[[str], Path], label: str | None = N
     wheel whose files unpack to more than ``MAX_READ_BYTES`` is refused before anything is written; a file that fails
     its hash is left where it was written, so unpack into a folder that is removed on failure."""
     label = label or str(path)
-    try:
-        WheelName.parse(path.name)
-        with WheelFile(path) as wheel:
-            members = _members_within_limit(wheel, label, "unpacks to disk")
-            for info in members:
-                _copy_member(wheel, info, place(info.filename))
-    except (WheelError, OSError, KeyError) as exc:
-        raise InvalidWheel(f"{label}: cannot be read as a wheel: {exc}") from None
-    except UNREADABLE_ZIP_ERRORS as exc:
-        raise InvalidWheel(f"{label}: {UNREADABLE_ZIP} {one_line(exc)}") from None
+    WheelName.parse(path.name)
+    with _reading(label), WheelFile(path) as wheel:
+        members = _members_within_limit(wheel, label, "unpacks to disk")
+        for info in members:
+            _copy_member(wheel, info, place(info.filename))
     return [info.filename for info in members]
 
 
@@ -366,20 +374,14 @@ def _copy_member(wheel: WheelFile, info: ZipInfo, target: Path) -> None:
 
 
 def _read(path: Path, label: str, *, keep_files: bool) -> WheelContents:
-    try:
-        name = WheelName.parse(path.name)
-        with WheelFile(path) as wheel:
-            dist_info = wheel.dist_info_path
-            members = _members_within_limit(wheel, label, "reads into memory") if keep_files else _files(wheel)
-            kept = {f"{dist_info}/{n}" for n in _KEPT_ANYWAY}
-            files = {info.filename: _checked_member(wheel, info, keep_files or info.filename in kept)
-                     for info in members}
-            if not keep_files:
-                files = {n: data for n, data in files.items() if n in kept}
-    except (WheelError, OSError, KeyError) as exc:
-        raise InvalidWheel(f"{label}: cannot be read as a wheel: {exc}") from None
-    except UNREADABLE_ZIP_ERRORS as exc:
-        raise InvalidWheel(f"{label}: {UNREADABLE_ZIP} {one_line(exc)}") from None
+    name = WheelName.parse(path.name)
+    with _reading(label), WheelFile(path) as wheel:
+        dist_info = wheel.dist_info_path
+        members = _members_within_limit(wheel, label, "reads into memory") if keep_files else _files(wheel)
+        kept = {f"{dist_info}/{n}" for n in _KEPT_ANYWAY}
+        files = {info.filename: _checked_member(wheel, info, keep_files or info.filename in kept) for info in members}
+        if not keep_files:
+            files = {n: data for n, data in files.items() if n in kept}
     metadata_path = f"{dist_info}/METADATA"
     if metadata_path not in files:
         raise InvalidWheel(f"{label}: has no {metadata_path}")
