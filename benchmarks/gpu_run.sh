@@ -15,7 +15,7 @@
 # ab (the small-frame and per-call rows AB_ROUNDS times (2), alternating each dist/gpu/ab/<name>/*.whl, e.g. the last
 # commit's wheel, with the stable wheel: host-path changes against their baseline in one run; ab.txt and ab.json),
 # abclassic (the same rounds with the classic build compiled in this call beside the ab wheels, if any: what the
-# stable ABI's host path costs; ab-classic.json).
+# stable ABI's host path costs; ab-classic.json). Both end with benchmarks/ab_summary.py's table of the rounds.
 # Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
 set -uo pipefail
 GPU=${1:-dist/gpu}
@@ -63,6 +63,7 @@ ab_rounds() {  # $1: a name for the JSON file; then name=site pairs; AB_ROUNDS r
   done; done
   python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/$json.json', 'w'))" \
     /tmp/ab-*.json
+  python3 benchmarks/ab_summary.py "$OUT/$json.json" | tee -a "$OUT/ab.txt"
 }
 case ",$PHASE," in *,classic,*|*,abclassic,*)
   build_classic > "$OUT/build-classic.txt" 2>&1 &
