@@ -1,4 +1,4 @@
-"""The op contract (python/img2gray/ops.py and csrc/): results, layouts, dtypes, errors, opcheck, compile,
+"""The op contract (python/img2gray/ops.py and csrc/): results, layouts, dtypes, errors, opcheck, compile, export,
 autograd, vmap.
 
 Every check is written once and runs on the CPU and, where a GPU exists, on CUDA.
@@ -387,6 +387,33 @@ def test_torch_compile_fullgraph_has_no_graph_break(device: str) -> None:
     for shape in [(16, 24, 3), (2, 5, 7, 3)]:
         image = random_image(shape, torch.uint8, device)
         assert torch.equal(compiled(image), normalised_gray(image))
+
+
+class _GrayScaled(torch.nn.Module):
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return img2gray.img2gray(image) * 2
+
+
+class _GrayIntoBuffer(torch.nn.Module):
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        gray = torch.empty(image.shape[:-1], dtype=image.dtype, device=image.device)
+        img2gray.img2gray(image, out=gray)
+        return gray + 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("strict", [False, True], ids=["non-strict", "strict"])
+@pytest.mark.parametrize(("module", "public_op"), [(_GrayScaled, "img2gray.img2gray.default"), (_GrayIntoBuffer, "img2gray.img2gray.out")],
+                         ids=["functional", "out"])
+def test_torch_export_records_the_public_op(device: str, strict: bool, module: type[torch.nn.Module],
+                                            public_op: str) -> None:
+    """An exported program names the public overloads, never the wrapper's eager-only private ops: non-strict
+    export traces the wrapper in Python without Dynamo, and torch.compiler.is_compiling() is what tells it apart."""
+    image = random_image((4, 5, 3), torch.float32, device)
+    program = torch.export.export(module(), (image,), strict=strict)
+    ops = [str(node.target) for node in program.graph.nodes if str(node.target).startswith("img2gray.")]
+    assert ops == [public_op]
+    assert torch.equal(program.module()(image), module()(image))
 
 
 def luma_jacobian(pixels: int, dtype: torch.dtype) -> torch.Tensor:
