@@ -16,7 +16,6 @@
 #ifdef IMG2GRAY_WITH_CUDA
 #include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -105,8 +104,12 @@ void run_cpu(const at::Tensor& image, at::Tensor& out) {
 template <CudaKernel kKernel>
 void run_cuda(const at::Tensor& image, at::Tensor& out) {
   const int device = image.device().index();
-  std::optional<c10::cuda::CUDAGuard> guard;  // most calls are already on the image's device
-  if (c10::cuda::current_device() != device) {
+  // Most calls are already on the image's device. The CUDA runtime's device, as in the stable binding: the context
+  // the launch uses, which c10::cuda::current_device() need not name (c10::cuda::MaybeSetDevice).
+  int current = -1;
+  C10_CUDA_CHECK(cudaGetDevice(&current));
+  std::optional<c10::cuda::CUDAGuard> guard;
+  if (current != device) {
     guard.emplace(image.device());
   }
   C10_CUDA_CHECK(launch_cuda(kKernel, kernel_dtype(image.scalar_type()), image.const_data_ptr(),
