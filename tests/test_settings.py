@@ -59,12 +59,14 @@ def test_isa_choices_and_the_rest() -> None:
     assert len(ignored_settings({ISA_SETTING: "AVX2", "IMG2GRAY_CPU_STREAM_BYTES": "big"})) == 2
 
 
-def _import_in_a_fresh_process(settings: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _import_in_a_fresh_process(settings: dict[str, str], *args: str,
+                                path: tuple[Path, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """``python -c "import img2gray"`` (or ``python ARGS``) with only ``settings`` of the library's switches."""
     site = Path(img2gray.__file__).resolve().parent.parent  # the build under test
     env = {key: value for key, value in os.environ.items() if not key.startswith("IMG2GRAY_CPU_")}
-    env.update(settings, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-c", "import img2gray"], env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    env.update(settings, PYTHONPATH=os.pathsep.join([*map(str, path), str(site), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, *(args or ("-c", "import img2gray"))], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
 
 
 def test_importing_with_an_ignored_setting_warns_once_in_one_line() -> None:
@@ -81,3 +83,21 @@ def test_importing_with_settings_the_library_reads_is_quiet() -> None:
     done = _import_in_a_fresh_process({ISA_SETTING: "scalar", "IMG2GRAY_CPU_TILE_PIXELS": "0"})
     assert done.returncode == 0, done.stderr
     assert "img2gray" not in done.stderr
+
+
+AVX512_IGNORED = ("IMG2GRAY_CPU_ISA='avx-512' is ignored: expected one of avx2, scalar "
+                  "(or unset, for the widest path the CPU runs)")
+
+
+def test_python_m_img2gray_reports_an_ignored_setting_instead_of_a_warning_from_runpy() -> None:
+    done = _import_in_a_fresh_process({ISA_SETTING: "avx-512"}, "-m", "img2gray")
+    assert done.returncode == 0, done.stderr
+    assert f"  warning: {AVX512_IGNORED}\n" in done.stdout
+    assert "is ignored" not in done.stderr  # the import warned from "<frozen runpy>:112" before
+
+
+def test_a_module_run_with_python_m_that_imports_img2gray_still_gets_the_warning(tmp_path: Path) -> None:
+    (tmp_path / "uses_img2gray.py").write_text("import img2gray\n")
+    done = _import_in_a_fresh_process({ISA_SETTING: "avx-512"}, "-m", "uses_img2gray", path=(tmp_path,))
+    assert done.returncode == 0, done.stderr
+    assert f"uses_img2gray.py:1: RuntimeWarning: img2gray: {AVX512_IGNORED}" in done.stderr

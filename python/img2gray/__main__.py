@@ -21,6 +21,7 @@ import torch
 
 from . import __version__, build_info, img2gray
 from ._ops import add_op_namespace_prefix
+from ._settings import ignored_settings
 
 if TYPE_CHECKING:
     from PIL import Image  # only this command needs Pillow: imported where it is used
@@ -42,6 +43,8 @@ def sanity_check() -> bool:
     print(f"img2gray {__version__} ({info.abi} ABI, backend {info.backend})")
     print(f"  built with torch {info.torch}, CUDA {info.cuda or '-'}, arch list {' '.join(info.cuda_arch_list) or '-'}")
     print(f"  running torch {torch.__version__}, CUDA {torch.version.cuda or '-'}")
+    for problem in ignored_settings(os.environ):  # the import stayed quiet about them under python -m (_settings)
+        print(f"  warning: {problem}")
     for overload in (add_op_namespace_prefix("img2gray"), add_op_namespace_prefix("img2gray.out")):
         keys = [k for k in _DISPATCH_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(overload, k)]
         print(f"  {overload}: kernels for {', '.join(keys)}")

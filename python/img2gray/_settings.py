@@ -8,8 +8,10 @@ warning that names what was expected, instead of a default path taken without a 
 from __future__ import annotations
 
 import re
+import sys
 import warnings
-from typing import List, Mapping
+from types import FrameType
+from typing import List, Mapping, Optional
 
 ISA_SETTING = "IMG2GRAY_CPU_ISA"
 ISA_CHOICES = ("avx2", "scalar")  # each narrows the path; unset runs the widest the CPU has
@@ -35,6 +37,22 @@ def ignored_settings(environ: Mapping[str, str]) -> List[str]:
 def warn_about_ignored_settings(environ: Mapping[str, str]) -> None:
     """Warns for each ignored switch; called by ``_ops`` as the package loads, so that the warning points at the
     caller's ``import img2gray`` (this function, ``_ops``, the package's ``__init__``; importlib's frames do not
-    count)."""
-    for problem in ignored_settings(environ):
+    count). Under ``python -m img2gray`` that caller is runpy, a place that means nothing to the user: there the
+    command's report lists the ignored switches instead (``__main__``)."""
+    problems = ignored_settings(environ)
+    if problems and _importer_module() == "runpy":
+        return
+    for problem in problems:
         warnings.warn(f"img2gray: {problem}", RuntimeWarning, stacklevel=4)
+
+
+def _importer_module() -> Optional[str]:
+    """The module whose code is importing this package: the first frame outside it and outside importlib."""
+    frame: Optional[FrameType] = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if not (name == __package__ or name.startswith(f"{__package__}.") or name.startswith("importlib.")
+                or name.startswith("_frozen_importlib")):
+            return str(name)
+        frame = frame.f_back
+    return None
