@@ -284,7 +284,7 @@ void run_cuda(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int32_t 
   // A device guard through the shim allocates one on the heap; most calls are already on the right device. The
   // device asked is the CUDA runtime's, the one whose context the launch uses: torch's own current device can be an
   // index it has not switched the runtime to yet (c10::cuda::MaybeSetDevice, for a device without a context), and
-  // the shim's query walks torch's accelerator hooks (~0.1 us a call; benchmarks/NOTES.md row 20).
+  // the shim's query walks torch's accelerator hooks (0.3 us a call on the H100 hosts; benchmarks/NOTES.md row 20).
   int current = -1;
   STD_CUDA_CHECK(cudaGetDevice(&current));
   std::optional<torch::stable::accelerator::DeviceGuard> guard;
