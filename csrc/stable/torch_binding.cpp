@@ -174,10 +174,12 @@ IntArray gray_shape(IntArray sizes) {
   return IntArray(sizes.data(), sizes.size() - 1);
 }
 
-// An image the kernels can serve: its facts and its kernel dtype.
+// An image the kernels can serve: its facts, its kernel dtype and its data pointer (read once: the out= checks and
+// the kernel both need it).
 struct Image {
   TensorFacts facts;
   Dtype dtype;
+  const void* data;
 };
 
 bool is_defined(AtenTensorHandle handle) {
@@ -207,11 +209,11 @@ Image check_image(AtenTensorHandle image) {
   const std::optional<Dtype> dtype = kernel_dtype(facts.dtype);
   IMG2GRAY_CHECK(dtype.has_value(), "img2gray: expected dtype uint8, float16, bfloat16 or float32, got ",
                  dtype_name(facts.dtype));
-  return {facts, *dtype};
+  return {facts, *dtype, const_data(image)};
 }
 
 // Checks `out` against the checked image; its facts, and (when it has elements) its data pointer in `out_data`.
-TensorFacts check_out(AtenTensorHandle image, const Image& in, AtenTensorHandle out, void*& out_data) {
+TensorFacts check_out(const Image& in, AtenTensorHandle out, void*& out_data) {
   IMG2GRAY_CHECK(is_defined(out), "img2gray: expected out to be a Tensor, got None");
   const TensorFacts facts = facts_of(out);
   IMG2GRAY_CHECK(facts.dtype == in.facts.dtype, "img2gray: expected out of dtype ",
@@ -232,7 +234,7 @@ TensorFacts check_out(AtenTensorHandle image, const Image& in, AtenTensorHandle 
   const size_t bytes = element_size(in.dtype);
   IMG2GRAY_CHECK(in.facts.numel == 0 ||
                      !overlap(byte_span(out_data, facts.sizes, facts.strides, bytes),
-                              byte_span(const_data(image), sizes, in.facts.strides, bytes)),
+                              byte_span(in.data, sizes, in.facts.strides, bytes)),
                  "img2gray: out overlaps the image's memory");
   return facts;
 }
@@ -260,9 +262,9 @@ OwnedHandle new_contiguous(const TensorFacts& like, IntArray shape) {
 }
 
 // The image's pixels, contiguous: its own memory, or (non-contiguous input) one copy kept alive in `copy`.
-const void* dense_data(AtenTensorHandle image, const TensorFacts& facts, std::optional<Tensor>& copy) {
-  if (facts.contiguous) {
-    return const_data(image);
+const void* dense_data(AtenTensorHandle image, const Image& in, std::optional<Tensor>& copy) {
+  if (in.facts.contiguous) {
+    return in.data;
   }
   copy = torch::stable::contiguous(shared_tensor(image));
   return copy->const_data_ptr();
@@ -306,7 +308,7 @@ OwnedHandle functional(AtenTensorHandle image) {
   const int64_t pixels = in.facts.numel / 3;
   if (pixels > 0) {
     std::optional<Tensor> copy;
-    kRun(in.dtype, dense_data(image, in.facts, copy), mutable_data(out.get()), pixels, in.facts.device.index);
+    kRun(in.dtype, dense_data(image, in, copy), mutable_data(out.get()), pixels, in.facts.device.index);
   }
   return out;
 }
@@ -315,12 +317,12 @@ template <Runner kRun>
 void out_variant(AtenTensorHandle image, AtenTensorHandle out) {
   const Image in = check_image(image);
   void* out_data = nullptr;
-  const TensorFacts out_facts = check_out(image, in, out, out_data);
+  const TensorFacts out_facts = check_out(in, out, out_data);
   if (out_facts.numel == 0) {
     return;
   }
   std::optional<Tensor> copy;
-  const void* rgb = dense_data(image, in.facts, copy);
+  const void* rgb = dense_data(image, in, copy);
   if (out_facts.contiguous) {
     kRun(in.dtype, rgb, out_data, out_facts.numel, in.facts.device.index);
   } else {
