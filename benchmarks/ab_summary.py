@@ -56,8 +56,8 @@ Rounds = dict[str, list[dict[str, Any]]]  # round file -> bench_img2gray.py's JS
 def rounds_of(data: object) -> Rounds:
     """gpu_run.sh's {round file: rows}; also a file that gathers several of those under names (session 14's)."""
     if not isinstance(data, dict) or not data:
-        raise ValueError(f"expected {{round file: rows}} as gpu_run.sh writes it, got {type(data).__name__} "
-                         f"of length {len(data) if isinstance(data, (dict, list)) else 0}")
+        got = "an empty object" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
+        raise ValueError(f"expected {{round file: rows}} as gpu_run.sh writes it, got {got}")
     if all(isinstance(rows, list) for rows in data.values()):
         return data
     if all(isinstance(group, dict) for group in data.values()):
