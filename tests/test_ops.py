@@ -389,6 +389,21 @@ def test_torch_compile_fullgraph_has_no_graph_break(device: str) -> None:
         assert torch.equal(compiled(image), normalised_gray(image))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_writes_into_out(device: str) -> None:
+    """out= under torch.compile: functionalized (through `_img2gray_into`, which returns nothing) and written into
+    the caller's buffer, whose version torch bumps; a wrong out is refused as in eager."""
+    compiled = torch.compile(lambda image, out: img2gray.img2gray(image, out=out), fullgraph=True)
+    for shape in [(16, 24, 3), (2, 5, 7, 3)]:
+        image, out = random_image(shape, torch.uint8, device), torch.zeros(shape[:-1], dtype=torch.uint8, device=device)
+        version = out._version
+        assert compiled(image, out) is out
+        assert torch.equal(out, img2gray.img2gray(image)) and out._version > version
+    image = random_image((4, 5, 3), torch.float32, device)
+    with pytest.raises(ValueError, match=r"expected out of shape \(4, 5\), got \(1, 5\)"):
+        torch.compile(lambda image, out: img2gray.img2gray(image, out=out))(image, torch.empty(1, 5, device=device))
+
+
 class _GrayScaled(torch.nn.Module):
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         return img2gray.img2gray(image) * 2
@@ -403,17 +418,17 @@ class _GrayIntoBuffer(torch.nn.Module):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("strict", [False, True], ids=["non-strict", "strict"])
-@pytest.mark.parametrize(("module", "public_op"), [(_GrayScaled, "img2gray.img2gray.default"), (_GrayIntoBuffer, "img2gray.img2gray.out")],
-                         ids=["functional", "out"])
-def test_torch_export_records_the_public_op(device: str, strict: bool, module: type[torch.nn.Module],
-                                            public_op: str) -> None:
-    """An exported program names the public overloads, never the wrapper's eager-only private ops: non-strict
-    export traces the wrapper in Python without Dynamo, and torch.compiler.is_compiling() is what tells it apart."""
+@pytest.mark.parametrize("module", [_GrayScaled, _GrayIntoBuffer], ids=["functional", "out"])
+def test_torch_export_records_the_public_op(device: str, strict: bool, module: type[torch.nn.Module]) -> None:
+    """An exported program names the public functional overload, never the wrapper's eager-only private ops (non-strict
+    export traces the wrapper in Python without Dynamo, and torch.compiler.is_compiling() is what tells it apart), and
+    it decomposes: out= is recorded as the functional op and a copy, since functionalization refuses `img2gray.out`."""
     image = random_image((4, 5, 3), torch.float32, device)
     program = torch.export.export(module(), (image,), strict=strict)
     ops = [str(node.target) for node in program.graph.nodes if str(node.target).startswith("img2gray.")]
-    assert ops == [public_op]
+    assert ops == ["img2gray.img2gray.default"]
     assert torch.equal(program.module()(image), module()(image))
+    assert torch.equal(program.run_decompositions().module()(image), module()(image))
 
 
 def luma_jacobian(pixels: int, dtype: torch.dtype) -> torch.Tensor:
@@ -489,6 +504,42 @@ def test_out_with_autograd_is_refused_as_torch_does(device: str) -> None:
             torch.ops.img2gray.img2gray.out(image, out=out)
         with pytest.raises(RuntimeError, match=message):
             torch.ops.img2gray._img2gray_into(image, out)
+
+
+OUT_PATHS: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
+    "img2gray(out=)": lambda image, out: img2gray.img2gray(image, out=out),
+    "torch.ops img2gray.out": lambda image, out: torch.ops.img2gray.img2gray.out(image, out=out),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("path", OUT_PATHS)
+def test_out_bumps_its_version_so_autograd_sees_the_write(device: str, path: str) -> None:
+    """As with torch's own out= ops: a backward through a tensor saved before the write is refused, not run on the
+    new values."""
+    image = random_image((4, 5, 3), torch.float32, device)
+    out = torch.zeros(4, 5, device=device)
+    weight = torch.ones(4, 5, device=device, requires_grad=True)
+    loss = (out * weight).sum()  # saves out for weight's gradient
+    version = out._version
+    OUT_PATHS[path](image, out)
+    assert out._version > version and torch.equal(out, img2gray.img2gray(image))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("path", OUT_PATHS)
+def test_an_inference_tensor_out_is_written_as_custom_ops_do(device: str, path: str) -> None:
+    """It has no version to bump and cannot be saved for backward; torch.autograd.graph.increment_version skips it,
+    so both builds take it, in inference mode or not, as torch.library.custom_op's mutable ops do."""
+    image = random_image((4, 5, 3), torch.float32, device)
+    with torch.inference_mode():
+        out = torch.full((4, 5), -1.0, device=device)
+        assert OUT_PATHS[path](image, out) is out and torch.equal(out, img2gray.img2gray(image))
+        out.fill_(-1.0)
+    OUT_PATHS[path](image, out)
+    assert out.is_inference() and torch.equal(out, img2gray.img2gray(image))
 
 
 @pytest.mark.parametrize("device", DEVICES)

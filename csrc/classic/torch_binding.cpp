@@ -145,6 +145,14 @@ at::Tensor& out_variant(const at::Tensor& image, at::Tensor& out) {
   return out;
 }
 
+// img2gray.out, for the kernels below that redispatch it.
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, at::Tensor&)>& out_overload() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow(IMG2GRAY_STRINGIFY(IMG2GRAY_OPS_NAMESPACE) "::img2gray", "out")
+                             .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
 // The Autograd kernels of the out= overloads: torch's own rule for out= ops (the functional overload's backward is
 // registered from Python with torch.library.register_autograd, python/img2gray/ops.py), then the kernel below.
 void refuse_out_with_autograd(const at::Tensor& image, const at::Tensor& out) {
@@ -155,11 +163,21 @@ void refuse_out_with_autograd(const at::Tensor& image, const at::Tensor& out) {
 
 at::Tensor& out_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
   refuse_out_with_autograd(image, out);
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow(IMG2GRAY_STRINGIFY(IMG2GRAY_OPS_NAMESPACE) "::img2gray", "out")
-                             .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
   const at::AutoDispatchBelowAutograd below_autograd;
-  return op.redispatch(keys & c10::after_autograd_keyset, image, out);
+  return out_overload().redispatch(keys & c10::after_autograd_keyset, image, out);
+}
+
+// img2gray.out's ADInplaceOrView kernel: bump out's version counter, as torch's own out= ops do at this key, so that
+// autograd refuses a backward through an `out` saved before the call instead of silently using the new values (for an
+// op defined in C++ the key falls through to nothing). As torch.autograd.graph.increment_version does, and so the
+// stable build's kernel (Python: python/img2gray/ops.py), it skips inference tensors, which have no version and are
+// never saved for backward. `_img2gray_into` has no kernel here: its one caller, the Python wrapper, bumps the version.
+at::Tensor& out_bump_version(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
+  if (out.defined() && !out.is_inference()) {
+    out.unsafeGetTensorImpl()->bump_version();
+  }
+  const at::AutoDispatchBelowADInplaceOrView below_inplace_or_view;
+  return out_overload().redispatch(keys & c10::after_ADInplaceOrView_keyset, image, out);
 }
 
 // _img2gray_into, the Python wrapper's out= path: out_variant with positional arguments and nothing returned (a
@@ -224,6 +242,10 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, Autograd, m) {
   m.impl("img2gray.out", TORCH_FN(out_autograd));
   m.impl("_img2gray_into", TORCH_FN(into_autograd));
+}
+
+IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, ADInplaceOrView, m) {
+  m.impl("img2gray.out", TORCH_FN(out_bump_version));
 }
 
 #define IMG2GRAY_REFUSE(key, what)                                           \

@@ -46,3 +46,8 @@ ops = getattr(torch.ops, _NAMESPACE)
 def add_op_namespace_prefix(op_name: str) -> str:
     """``"img2gray"`` → ``"img2gray::img2gray"`` (or the build's unique namespace), for torch.library calls."""
     return f"{_NAMESPACE}::{op_name}"
+
+
+def impl_library() -> torch.library.Library:
+    """A ``torch.library.Library`` that adds kernels to this build's ops; its registrations last as long as it does."""
+    return torch.library.Library(_NAMESPACE, "IMPL")  # type: ignore[no-untyped-call]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Tuple, TypeVar
 import torch
 from torch import Tensor
 
-from ._ops import add_op_namespace_prefix, ops
+from ._ops import add_op_namespace_prefix, impl_library, ops
 
 __all__ = ["LUMA_WEIGHTS", "SUPPORTED_DTYPES", "img2gray"]
 
@@ -27,7 +27,8 @@ OUT_AUTOGRAD_MESSAGE = ("img2gray(): functions with out=... arguments don't supp
                         "but one of the arguments requires grad.")
 
 _functional: Callable[[Tensor], Tensor] = ops.img2gray.default
-_out: Callable[..., Tensor] = ops.img2gray.out
+_out_overload: torch._ops.OpOverload = ops.img2gray.out
+_into: torch._ops.OpOverload = ops._img2gray_into.default
 _simple: Callable[[Tensor], Tensor] = ops._img2gray_simple.default
 
 
@@ -40,7 +41,7 @@ def _entry_point(overload: torch._ops.OpOverload) -> Any:
 # Eager out=: `_img2gray_into(image, out) -> ()`, the out overload's checks and kernels behind a schema with
 # positional arguments and no return: the torch.ops call parses no keyword and wraps no result (~0.3-0.5 us less,
 # benchmarks/NOTES.md).
-_into_entry = _entry_point(ops._img2gray_into.default)
+_into_entry = _entry_point(_into)
 # Eager calls that want no gradient: `_img2gray_no_grad(image) -> Tensor`, the functional overload's kernels
 # without the autograd kernel that register_autograd installs, which is Python (a few us per call). Entering
 # _AutoDispatchBelowAutograd around the functional overload instead cost ~0.6-1 us (benchmarks/NOTES.md).
@@ -61,6 +62,34 @@ def _fall_through_autograd(op_names: Tuple[str, ...]) -> None:
 _fall_through_autograd(("_img2gray_into", "_img2gray_no_grad"))
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
+# torch.autograd.graph.increment_version without its Python frame (torch >= 2.6 takes an iterable of tensors)
+_increment_version: Callable[[Tuple[Tensor, ...]], None] = torch._C._increment_version
+_library = impl_library()  # kept for the life of the module: its registrations go with it
+
+
+def _bump_out_version_at_ad_inplace_or_view() -> None:
+    """Autograd refuses to backward through a tensor modified after it was saved, by its version counter, which torch
+    bumps for an op's mutated arguments at the ADInplaceOrView key. For ops defined in C++ that key falls through to
+    nothing, so without a kernel there `img2gray.out` would leave a saved `out` looking untouched and a later backward
+    would silently use the new values. The classic build registers a C++ kernel; the stable ABI has no way to bump a
+    version from C++, so its build gets this one, the kernel torch.library.custom_op gives mutable Python ops. Being
+    Python, it costs ~4 us per direct `torch.ops` call (benchmarks/NOTES.md row 21); the wrapper's eager path bumps
+    the version itself and does not pay it. Like custom_op's kernel it skips inference tensors, which have no version
+    and can never be saved for backward (torch's own out= ops refuse them outside inference mode)."""
+    qualname = add_op_namespace_prefix("img2gray.out")
+    if torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "ADInplaceOrView"):
+        return
+    below = torch._C._after_ADInplaceOrView_keyset
+
+    def bump_then_redispatch(keyset: torch._C.DispatchKeySet, image: Tensor, *, out: Optional[Tensor]) -> Tensor:
+        if out is not None:  # an undefined tensor (out=None): the kernel below says what it expected
+            _increment_version((out,))
+        return _out_overload.redispatch(keyset & below, image, out=out)  # type: ignore[no-any-return]
+
+    _library.impl("img2gray.out", bump_then_redispatch, "ADInplaceOrView", with_keyset=True)  # type: ignore[no-untyped-call]
+
+
+_bump_out_version_at_ad_inplace_or_view()
 
 
 def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
@@ -80,10 +109,13 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
             if _is_compiling() or (image.requires_grad and _grad_enabled()):
                 return _functional(image)
             return _no_grad_entry(image)
-        if _grad_enabled() and (image.requires_grad or out.requires_grad):
+        if (image.requires_grad or out.requires_grad) and _grad_enabled():
             raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
         if _is_compiling():
-            return _out(image, out=out)
+            return _traced_out(image, out)
+        # What img2gray.out's ADInplaceOrView kernel does (above), for ~0.1 us: `_img2gray_into` has no kernel there
+        # (in the stable build it would be that Python one), so its one caller bumps the version.
+        _increment_version((out,))
         _into_entry(image, out)
         return out
     except Exception as exc:
@@ -91,6 +123,19 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         if error is exc:
             raise
         raise error from None
+
+
+def _traced_out(image: Tensor, out: Tensor) -> Tensor:
+    """out= under torch.compile or torch.export. Functionalization (compile's AOTAutograd, an exported program's
+    run_decompositions) refuses `img2gray.out`, as every custom op whose result carries an alias annotation
+    (`-> Tensor(a!)`) before torch's `out` tag, which the stable ABI cannot set at torch 2.10. `_img2gray_into`
+    returns nothing, so compile functionalizes it and re-inplaces it into `out`; an exported program names public
+    ops only, so there it is the functional overload and a copy, behind the out overload's own checks."""
+    if not torch.compiler.is_exporting():
+        _into(image, out)
+        return out
+    _check_out(image, out)  # copy_ alone would broadcast a smaller out and cast another dtype
+    return out.copy_(_functional(image))
 
 
 def _explain(exc: Exception, image: object, out: object) -> Exception:
