@@ -402,6 +402,11 @@ def test_torch_compile_writes_into_out(device: str) -> None:
     image = random_image((4, 5, 3), torch.float32, device)
     with pytest.raises(ValueError, match=r"expected out of shape \(4, 5\), got \(1, 5\)"):
         torch.compile(lambda image, out: img2gray.img2gray(image, out=out))(image, torch.empty(1, 5, device=device))
+    with pytest.raises(TypeError, match=r"expected out of dtype torch.float32 \(the image's\), got torch.float16"):
+        torch.compile(lambda image, out: img2gray.img2gray(image, out=out))(
+            image, torch.empty(4, 5, dtype=torch.float16, device=device))
+    with pytest.raises(ValueError, match=r"expected 3 channels in the last dimension \(\.\.\., H, W, 3\), got 4"):
+        torch.compile(img2gray.img2gray)(torch.zeros(4, 5, 4, device=device))
 
 
 class _GrayScaled(torch.nn.Module):

@@ -106,7 +106,10 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
     """
     try:
         if out is None:
-            if _is_compiling() or (image.requires_grad and _grad_enabled()):
+            if _is_compiling():
+                _check_image(image)  # traced once: the typed error, as in eager (a fake kernel's differs by torch)
+                return _functional(image)
+            if image.requires_grad and _grad_enabled():
                 return _functional(image)
             return _no_grad_entry(image)
         if (image.requires_grad or out.requires_grad) and _grad_enabled():
@@ -131,10 +134,11 @@ def _traced_out(image: Tensor, out: Tensor) -> Tensor:
     (`-> Tensor(a!)`) before torch's `out` tag, which the stable ABI cannot set at torch 2.10. `_img2gray_into`
     returns nothing, so compile functionalizes it and re-inplaces it into `out`; an exported program names public
     ops only, so there it is the functional overload and a copy, behind the out overload's own checks."""
+    _check_image(image)  # the typed errors, as in eager (a fake kernel's differ by torch version); and copy_
+    _check_out(image, out)  # alone would broadcast a smaller out and cast another dtype
     if not torch.compiler.is_exporting():
         _into(image, out)
         return out
-    _check_out(image, out)  # copy_ alone would broadcast a smaller out and cast another dtype
     return out.copy_(_functional(image))
 
 
