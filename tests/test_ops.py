@@ -47,6 +47,12 @@ def random_image(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> tor
     return torch.rand(shape, dtype=torch.float32, device=device).to(dtype)
 
 
+OUT_PATHS: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
+    "img2gray(out=)": lambda image, out: img2gray.img2gray(image, out=out),
+    "torch.ops img2gray.out": lambda image, out: torch.ops.img2gray.img2gray.out(image, out=out),
+}
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_uint8_matches_pillow_for_every_rgb_triple(device: str) -> None:
     rgb = all_rgb_triples()
@@ -361,16 +367,11 @@ def test_opcheck(device: str, dtype: torch.dtype) -> None:
     image = random_image((2, 5, 7, 3), dtype, device)
     torch.library.opcheck(torch.ops.img2gray.img2gray.default, (image,))
     out = torch.empty(2, 5, 7, dtype=dtype, device=device)
-    # Not test_aot_dispatch_dynamic: functionalization refuses every custom op whose output carries an alias
-    # annotation (`-> Tensor(a!)`), which the out= convention requires; see README "Known limitations".
-    torch.library.opcheck(
-        torch.ops.img2gray.img2gray.out,
-        (image,),
-        {"out": out},
-        test_utils=("test_schema", "test_autograd_registration", "test_faketensor"),
-    )
-    # The wrapper's eager paths: out= returns nothing, so functionalization takes it (all of opcheck's tests);
-    # the no-grad functional op has no autograd kernel (torch's fallback), which opcheck's registration test allows.
+    # Every test, test_aot_dispatch_dynamic included: functionalization refuses a custom op whose result carries an
+    # alias annotation (`-> Tensor(a!)`), but below autograd img2gray.out runs _img2gray_into, which returns nothing.
+    torch.library.opcheck(torch.ops.img2gray.img2gray.out, (image,), {"out": out})
+    # The wrapper's eager paths; the no-grad functional op has no autograd kernel (torch's fallback), which opcheck's
+    # registration test allows.
     torch.library.opcheck(torch.ops.img2gray._img2gray_into.default, (image, out))
     torch.library.opcheck(torch.ops.img2gray._img2gray_no_grad.default, (image,))
 
@@ -390,15 +391,22 @@ def test_torch_compile_fullgraph_has_no_graph_break(device: str) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_torch_compile_writes_into_out(device: str) -> None:
-    """out= under torch.compile: functionalized (through `_img2gray_into`, which returns nothing) and written into
-    the caller's buffer, whose version torch bumps; a wrong out is refused as in eager."""
-    compiled = torch.compile(lambda image, out: img2gray.img2gray(image, out=out), fullgraph=True)
+@pytest.mark.parametrize("path", OUT_PATHS)
+def test_torch_compile_writes_into_out(device: str, path: str) -> None:
+    """out= under torch.compile: functionalized (below autograd img2gray.out runs `_img2gray_into`, which returns
+    nothing) and written into the caller's buffer, whose version torch bumps."""
+    compiled = torch.compile(OUT_PATHS[path], fullgraph=True)
     for shape in [(16, 24, 3), (2, 5, 7, 3)]:
         image, out = random_image(shape, torch.uint8, device), torch.zeros(shape[:-1], dtype=torch.uint8, device=device)
         version = out._version
         assert compiled(image, out) is out
         assert torch.equal(out, img2gray.img2gray(image)) and out._version > version
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_refuses_bad_arguments_as_eager_does(device: str) -> None:
+    """The wrapper checks before a traced call too: a fake kernel's error reaches the caller differently by torch
+    version (torch 2.13 wrapped it in a TorchRuntimeError, 2.14 fell back to eager)."""
     image = random_image((4, 5, 3), torch.float32, device)
     with pytest.raises(ValueError, match=r"expected out of shape \(4, 5\), got \(1, 5\)"):
         torch.compile(lambda image, out: img2gray.img2gray(image, out=out))(image, torch.empty(1, 5, device=device))
@@ -423,15 +431,17 @@ class _GrayIntoBuffer(torch.nn.Module):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("strict", [False, True], ids=["non-strict", "strict"])
-@pytest.mark.parametrize("module", [_GrayScaled, _GrayIntoBuffer], ids=["functional", "out"])
-def test_torch_export_records_the_public_op(device: str, strict: bool, module: type[torch.nn.Module]) -> None:
-    """An exported program names the public functional overload, never the wrapper's eager-only private ops (non-strict
-    export traces the wrapper in Python without Dynamo, and torch.compiler.is_compiling() is what tells it apart), and
-    it decomposes: out= is recorded as the functional op and a copy, since functionalization refuses `img2gray.out`."""
+@pytest.mark.parametrize(("module", "public_op"), [(_GrayScaled, "img2gray.img2gray.default"), (_GrayIntoBuffer, "img2gray.img2gray.out")],
+                         ids=["functional", "out"])
+def test_torch_export_records_the_public_op(device: str, strict: bool, module: type[torch.nn.Module],
+                                            public_op: str) -> None:
+    """An exported program names the public overloads, never the wrapper's eager-only private ops (non-strict export
+    traces the wrapper in Python without Dynamo, and torch.compiler.is_compiling() is what tells it apart), and it
+    decomposes to a functional program, out= included."""
     image = random_image((4, 5, 3), torch.float32, device)
     program = torch.export.export(module(), (image,), strict=strict)
     ops = [str(node.target) for node in program.graph.nodes if str(node.target).startswith("img2gray.")]
-    assert ops == ["img2gray.img2gray.default"]
+    assert ops == [public_op]
     assert torch.equal(program.module()(image), module()(image))
     assert torch.equal(program.run_decompositions().module()(image), module()(image))
 
@@ -509,12 +519,6 @@ def test_out_with_autograd_is_refused_as_torch_does(device: str) -> None:
             torch.ops.img2gray.img2gray.out(image, out=out)
         with pytest.raises(RuntimeError, match=message):
             torch.ops.img2gray._img2gray_into(image, out)
-
-
-OUT_PATHS: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
-    "img2gray(out=)": lambda image, out: img2gray.img2gray(image, out=out),
-    "torch.ops img2gray.out": lambda image, out: torch.ops.img2gray.img2gray.out(image, out=out),
-}
 
 
 @pytest.mark.parametrize("device", DEVICES)

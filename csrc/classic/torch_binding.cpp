@@ -145,11 +145,18 @@ at::Tensor& out_variant(const at::Tensor& image, at::Tensor& out) {
   return out;
 }
 
-// img2gray.out, for the kernels below that redispatch it.
+// img2gray.out and _img2gray_into, for the kernels below that redispatch or call them.
 const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, at::Tensor&)>& out_overload() {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow(IMG2GRAY_STRINGIFY(IMG2GRAY_OPS_NAMESPACE) "::img2gray", "out")
                              .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<void(const at::Tensor&, at::Tensor&)>& into_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow(IMG2GRAY_STRINGIFY(IMG2GRAY_OPS_NAMESPACE) "::_img2gray_into", "")
+                             .typed<void(const at::Tensor&, at::Tensor&)>();
   return op;
 }
 
@@ -167,17 +174,21 @@ at::Tensor& out_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::
   return out_overload().redispatch(keys & c10::after_autograd_keyset, image, out);
 }
 
-// img2gray.out's ADInplaceOrView kernel: bump out's version counter, as torch's own out= ops do at this key, so that
-// autograd refuses a backward through an `out` saved before the call instead of silently using the new values (for an
-// op defined in C++ the key falls through to nothing). As torch.autograd.graph.increment_version does, and so the
-// stable build's kernel (Python: python/img2gray/ops.py), it skips inference tensors, which have no version and are
-// never saved for backward. `_img2gray_into` has no kernel here: its one caller, the Python wrapper, bumps the version.
-at::Tensor& out_bump_version(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
-  if (out.defined() && !out.is_inference()) {
+// img2gray.out's ADInplaceOrView kernel, as in the stable build (where it is Python: python/img2gray/ops.py says why
+// each step): bump out's version counter, which torch does for an op's mutated arguments at this key, so that autograd
+// refuses a backward through an `out` saved before the call (for an op defined in C++ the key falls through to
+// nothing); skip inference tensors, as torch.autograd.graph.increment_version does; then run `_img2gray_into`, which
+// functionalization can handle where it refuses img2gray.out (`-> Tensor(a!)`).
+at::Tensor& out_bump_version_then_into(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
+  const at::AutoDispatchBelowADInplaceOrView below_inplace_or_view;
+  if (!out.defined()) {  // out=None through torch.ops: the out kernel says what it expected
+    return out_overload().redispatch(keys & c10::after_ADInplaceOrView_keyset, image, out);
+  }
+  if (!out.is_inference()) {
     out.unsafeGetTensorImpl()->bump_version();
   }
-  const at::AutoDispatchBelowADInplaceOrView below_inplace_or_view;
-  return out_overload().redispatch(keys & c10::after_ADInplaceOrView_keyset, image, out);
+  into_op().call(image, out);
+  return out;
 }
 
 // _img2gray_into, the Python wrapper's out= path: out_variant with positional arguments and nothing returned (a
@@ -189,11 +200,8 @@ void into(const at::Tensor& image, at::Tensor& out) {
 
 void into_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
   refuse_out_with_autograd(image, out);
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow(IMG2GRAY_STRINGIFY(IMG2GRAY_OPS_NAMESPACE) "::_img2gray_into", "")
-                             .typed<void(const at::Tensor&, at::Tensor&)>();
   const at::AutoDispatchBelowAutograd below_autograd;
-  op.redispatch(keys & c10::after_autograd_keyset, image, out);
+  into_op().redispatch(keys & c10::after_autograd_keyset, image, out);
 }
 
 // Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
@@ -245,7 +253,7 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, Autograd, m) {
 }
 
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, ADInplaceOrView, m) {
-  m.impl("img2gray.out", TORCH_FN(out_bump_version));
+  m.impl("img2gray.out", TORCH_FN(out_bump_version_then_into));
 }
 
 #define IMG2GRAY_REFUSE(key, what)                                           \

@@ -67,29 +67,36 @@ _increment_version: Callable[[Tuple[Tensor, ...]], None] = torch._C._increment_v
 _library = impl_library()  # kept for the life of the module: its registrations go with it
 
 
-def _bump_out_version_at_ad_inplace_or_view() -> None:
-    """Autograd refuses to backward through a tensor modified after it was saved, by its version counter, which torch
-    bumps for an op's mutated arguments at the ADInplaceOrView key. For ops defined in C++ that key falls through to
-    nothing, so without a kernel there `img2gray.out` would leave a saved `out` looking untouched and a later backward
-    would silently use the new values. The classic build registers a C++ kernel; the stable ABI has no way to bump a
-    version from C++, so its build gets this one, the kernel torch.library.custom_op gives mutable Python ops. Being
-    Python, it costs ~4 us per direct `torch.ops` call (benchmarks/NOTES.md row 21); the wrapper's eager path bumps
-    the version itself and does not pay it. Like custom_op's kernel it skips inference tensors, which have no version
-    and can never be saved for backward (torch's own out= ops refuse them outside inference mode)."""
+def _out_as_into_at_ad_inplace_or_view() -> None:
+    """`img2gray.out`'s ADInplaceOrView kernel, the key below autograd where torch bumps the version counter of an
+    op's mutated arguments, so that autograd refuses to backward through a tensor modified after it was saved (for an
+    op defined in C++ the key falls through to nothing, and a saved `out` would silently carry the new values). After
+    the bump it runs `_img2gray_into` rather than going on down to the out kernels: the modes below (functionalization,
+    fake tensors) then see an op that returns nothing, which torch.compile and torch.export's run_decompositions can
+    functionalize; they refuse `img2gray.out` itself, whose result carries an alias annotation (`-> Tensor(a!)`,
+    without torch's `out` tag, which the stable ABI can set only from torch 2.12).
+
+    The classic build registers this kernel in C++. The stable ABI has no way to bump a version from C++, so its build
+    gets this one, in Python like the kernel torch.library.custom_op gives mutable ops: ~2.7 us per direct `torch.ops`
+    call (benchmarks/NOTES.md row 21); the wrapper's eager path bumps the version itself and does not pay it. Like
+    custom_op's kernel it skips inference tensors, which have no version and can never be saved for backward (torch's
+    own out= ops refuse them outside inference mode)."""
     qualname = add_op_namespace_prefix("img2gray.out")
     if torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "ADInplaceOrView"):
         return
     below = torch._C._after_ADInplaceOrView_keyset
 
-    def bump_then_redispatch(keyset: torch._C.DispatchKeySet, image: Tensor, *, out: Optional[Tensor]) -> Tensor:
-        if out is not None:  # an undefined tensor (out=None): the kernel below says what it expected
-            _increment_version((out,))
-        return _out_overload.redispatch(keyset & below, image, out=out)  # type: ignore[no-any-return]
+    def bump_then_into(keyset: torch._C.DispatchKeySet, image: Tensor, *, out: Optional[Tensor]) -> Tensor:
+        if out is None:  # an undefined tensor (out=None): the out kernel below says what it expected
+            return _out_overload.redispatch(keyset & below, image, out=out)  # type: ignore[no-any-return]
+        _increment_version((out,))
+        _into_entry(image, out)
+        return out
 
-    _library.impl("img2gray.out", bump_then_redispatch, "ADInplaceOrView", with_keyset=True)  # type: ignore[no-untyped-call]
+    _library.impl("img2gray.out", bump_then_into, "ADInplaceOrView", with_keyset=True)  # type: ignore[no-untyped-call]
 
 
-_bump_out_version_at_ad_inplace_or_view()
+_out_as_into_at_ad_inplace_or_view()
 
 
 def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
@@ -129,17 +136,13 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
 
 
 def _traced_out(image: Tensor, out: Tensor) -> Tensor:
-    """out= under torch.compile or torch.export. Functionalization (compile's AOTAutograd, an exported program's
-    run_decompositions) refuses `img2gray.out`, as every custom op whose result carries an alias annotation
-    (`-> Tensor(a!)`) before torch's `out` tag, which the stable ABI cannot set at torch 2.10. `_img2gray_into`
-    returns nothing, so compile functionalizes it and re-inplaces it into `out`; an exported program names public
-    ops only, so there it is the functional overload and a copy, behind the out overload's own checks."""
-    _check_image(image)  # the typed errors, as in eager (a fake kernel's differ by torch version); and copy_
-    _check_out(image, out)  # alone would broadcast a smaller out and cast another dtype
-    if not torch.compiler.is_exporting():
-        _into(image, out)
-        return out
-    return out.copy_(_functional(image))
+    """out= under torch.compile or torch.export: the public out overload, after the wrapper's own checks, whose typed
+    errors a traced call would otherwise not give on every torch (a fake kernel's error reaches the caller differently
+    from one torch version to the next). Functionalization sees `_img2gray_into` there (the out overload's
+    ADInplaceOrView kernel, above)."""
+    _check_image(image)
+    _check_out(image, out)
+    return _out_overload(image, out=out)  # type: ignore[no-any-return]
 
 
 def _explain(exc: Exception, image: object, out: object) -> Exception:
