@@ -28,7 +28,6 @@ OUT_AUTOGRAD_MESSAGE = ("img2gray(): functions with out=... arguments don't supp
 
 _functional: Callable[[Tensor], Tensor] = ops.img2gray.default
 _out_overload: torch._ops.OpOverload = ops.img2gray.out
-_into: torch._ops.OpOverload = ops._img2gray_into.default
 _simple: Callable[[Tensor], Tensor] = ops._img2gray_simple.default
 
 
@@ -41,7 +40,7 @@ def _entry_point(overload: torch._ops.OpOverload) -> Any:
 # Eager out=: `_img2gray_into(image, out) -> ()`, the out overload's checks and kernels behind a schema with
 # positional arguments and no return: the torch.ops call parses no keyword and wraps no result (~0.3-0.5 us less,
 # benchmarks/NOTES.md).
-_into_entry = _entry_point(_into)
+_into_entry = _entry_point(ops._img2gray_into.default)
 # Eager calls that want no gradient: `_img2gray_no_grad(image) -> Tensor`, the functional overload's kernels
 # without the autograd kernel that register_autograd installs, which is Python (a few us per call). Entering
 # _AutoDispatchBelowAutograd around the functional overload instead cost ~0.6-1 us (benchmarks/NOTES.md).
@@ -62,7 +61,7 @@ def _fall_through_autograd(op_names: Tuple[str, ...]) -> None:
 _fall_through_autograd(("_img2gray_into", "_img2gray_no_grad"))
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
-# torch.autograd.graph.increment_version without its Python frame (torch >= 2.6 takes an iterable of tensors)
+# torch.autograd.graph.increment_version without its Python frame: an iterable of tensors (tested on torch 2.11-2.14)
 _increment_version: Callable[[Tuple[Tensor, ...]], None] = torch._C._increment_version
 _library = impl_library()  # kept for the life of the module: its registrations go with it
 
