@@ -60,6 +60,8 @@ def _fall_through_autograd(op_names: Tuple[str, ...]) -> None:
 
 _fall_through_autograd(("_img2gray_into", "_img2gray_no_grad"))
 _is_compiling = torch.compiler.is_compiling
+_is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # ~0.035 us: `return False`, which Dynamo folds to True
+_Tensor = torch.Tensor
 _grad_enabled = torch.is_grad_enabled
 # torch.autograd.graph.increment_version without its Python frame: an iterable of tensors (tested on torch 2.11-2.14)
 _increment_version: Callable[[Tuple[Tensor, ...]], None] = torch._C._increment_version
@@ -111,8 +113,13 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
     or itself, and for ``out=`` with autograd.
     """
     try:
+        # Traced calls take the public overloads: Dynamo cannot trace the C++ entry points, and an exported program
+        # should name the public op. A plain torch.Tensor outside Dynamo is an eager call, so only Dynamo and tensor
+        # subclasses (FakeTensor under non-strict torch.export) ask torch.compiler.is_compiling(), which costs twice
+        # what the type check and Dynamo's own flag cost (~0.08 us per call, benchmarks/NOTES.md row 23).
+        traced = (type(image) is not _Tensor or _is_dynamo_compiling()) and _is_compiling()
         if out is None:
-            if _is_compiling():
+            if traced:
                 _check_image(image)  # traced once: the typed error, as in eager (a fake kernel's differs by torch)
                 return _functional(image)
             if image.requires_grad and _grad_enabled():
@@ -120,7 +127,7 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
             return _no_grad_entry(image)
         if (image.requires_grad or out.requires_grad) and _grad_enabled():
             raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
-        if _is_compiling():
+        if traced:
             return _traced_out(image, out)
         # What img2gray.out's ADInplaceOrView kernel does (above), for ~0.1 us: `_img2gray_into` has no kernel there
         # (in the stable build it would be that Python one), so its one caller bumps the version.
