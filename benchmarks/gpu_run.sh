@@ -15,7 +15,8 @@
 # ab (the small-frame and per-call rows AB_ROUNDS times (2), alternating each dist/gpu/ab/<name>/*.whl, e.g. the last
 # commit's wheel, with the stable wheel: host-path changes against their baseline in one run; ab.txt and ab.json),
 # abclassic (the same rounds with the classic build compiled in this call beside the ab wheels, if any: what the
-# stable ABI's host path costs; ab-classic.json). Both end with benchmarks/ab_summary.py's table of the rounds.
+# stable ABI's host path costs; ab-classic.json; with dist/gpu/classic-base.tar.gz, a `git archive --format=tar.gz`
+# of a base commit, that commit's classic build too, as classicbase: a C++ change to the classic build against its base). Both end with benchmarks/ab_summary.py's table of the rounds.
 # Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
 set -uo pipefail
 GPU=${1:-dist/gpu}
@@ -42,10 +43,11 @@ img2gray.img2gray(torch.zeros(4, 4, 4, dtype=torch.uint8))" 2>&1 | grep -E "^#|s
   PYTHONPATH=$2 compute-sanitizer --tool memcheck --print-limit 20 python3 benchmarks/sanitize_shapes.py 2>&1 \
     | tail -4 | tee -a "$OUT/tests-$1.txt"
 }
-build_classic() {  # the real build, CMake through pip as `make wheel` runs it (not repaired: tested, not shipped)
-  IMG2GRAY_ABI=classic TORCH_CUDA_ARCH_LIST=9.0 timeout 300 python3 -m pip wheel -q --no-build-isolation --no-deps \
-    -w /tmp/classic-whl . && python3 -m pip install -q --no-deps --no-index --target /tmp/classic/site /tmp/classic-whl/*.whl \
-    && echo "classic wheel built with CMake: $(ls /tmp/classic-whl)"
+build_classic() {  # $1: sources, $2: work folder (wheel in $2/whl, installed in $2/site). The real build, CMake
+  # through pip as `make wheel` runs it (not repaired: tested, not shipped)
+  (cd "$1" && IMG2GRAY_ABI=classic TORCH_CUDA_ARCH_LIST=9.0 timeout 300 python3 -m pip wheel -q --no-build-isolation \
+    --no-deps -w "$2/whl" .) && python3 -m pip install -q --no-deps --no-index --target "$2/site" "$2"/whl/*.whl \
+    && echo "classic wheel built with CMake: $(ls "$2/whl")"
 }
 classic_built() {  # waits for the background classic build once; its exit status, then and later
   [ -n "${BUILD_RC:-}" ] || { wait "$BUILD"; BUILD_RC=$?; }
@@ -66,9 +68,15 @@ ab_rounds() {  # $1: a name for the JSON file; then name=site pairs; AB_ROUNDS r
   python3 benchmarks/ab_summary.py "$OUT/$json.json" | tee -a "$OUT/ab.txt"
 }
 case ",$PHASE," in *,classic,*|*,abclassic,*)
-  build_classic > "$OUT/build-classic.txt" 2>&1 &
+  build_classic . /tmp/classic > "$OUT/build-classic.txt" 2>&1 &
   BUILD=$! ;;
 esac
+classic_pairs=(classic=/tmp/classic/site)  # abclassic's builds: this tree's, and the base's if one came
+if [ -f "$GPU/classic-base.tar.gz" ] && [[ ",$PHASE," == *,abclassic,* ]]; then
+  mkdir -p /tmp/classic-base/src && tar -xzf "$GPU/classic-base.tar.gz" -C /tmp/classic-base/src
+  build_classic /tmp/classic-base/src /tmp/classic-base > "$OUT/build-classic-base.txt" 2>&1 &
+  BASE_BUILD=$!
+fi
 ab_pairs=()  # name=site for each dist/gpu/ab/<name>/*.whl
 for dir in "$GPU"/ab/*/; do
   [ -d "$dir" ] || continue
@@ -93,7 +101,11 @@ for phase in ${PHASE//,/ }; do
       nvcc -O2 -arch=sm_90 -std=c++17 benchmarks/launch_cost.cu -o /tmp/launch_cost && /tmp/launch_cost | tee -a "$OUT/gpu.txt" ;;
     ab) ab_rounds ab "${ab_pairs[@]}" ;;
     abclassic)
-      if classic_built; then ab_rounds ab-classic classic=/tmp/classic/site "${ab_pairs[@]}"
+      if [ -n "${BASE_BUILD:-}" ]; then
+        if wait "$BASE_BUILD"; then classic_pairs+=(classicbase=/tmp/classic-base/site)
+        else echo "classic base build failed:"; tail -20 "$OUT/build-classic-base.txt"; fi
+      fi
+      if classic_built; then ab_rounds ab-classic "${classic_pairs[@]}" "${ab_pairs[@]}"
       else echo "classic build failed:"; tail -20 "$OUT/build-classic.txt"; fi ;;
     all) echo "all = stable,bench,classic" ;;
   esac

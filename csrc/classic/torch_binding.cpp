@@ -174,21 +174,38 @@ at::Tensor& out_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::
   return out_overload().redispatch(keys & c10::after_autograd_keyset, image, out);
 }
 
+// Bump out's version counter, which torch does for an op's mutated arguments at the ADInplaceOrView key, so that
+// autograd refuses a backward through an `out` saved before the call (for an op defined in C++ the key falls through to
+// nothing); skip inference tensors, as torch.autograd.graph.increment_version does.
+void bump_version(const at::Tensor& out) {
+  if (out.defined() && !out.is_inference()) {
+    out.unsafeGetTensorImpl()->bump_version();
+  }
+}
+
 // img2gray.out's ADInplaceOrView kernel, as in the stable build (where it is Python: python/img2gray/ops.py says why
-// each step): bump out's version counter, which torch does for an op's mutated arguments at this key, so that autograd
-// refuses a backward through an `out` saved before the call (for an op defined in C++ the key falls through to
-// nothing); skip inference tensors, as torch.autograd.graph.increment_version does; then run `_img2gray_into`, which
-// functionalization can handle where it refuses img2gray.out (`-> Tensor(a!)`).
+// each step): the bump, then `_img2gray_into` below this key (so not bumped twice), which functionalization can
+// handle where it refuses img2gray.out (`-> Tensor(a!)`).
 at::Tensor& out_bump_version_then_into(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
   const at::AutoDispatchBelowADInplaceOrView below_inplace_or_view;
   if (!out.defined()) {  // out=None through torch.ops: the out kernel says what it expected
     return out_overload().redispatch(keys & c10::after_ADInplaceOrView_keyset, image, out);
   }
-  if (!out.is_inference()) {
-    out.unsafeGetTensorImpl()->bump_version();
-  }
+  bump_version(out);
   into_op().call(image, out);
   return out;
+}
+
+// _img2gray_into's ADInplaceOrView kernel: the kernels below, then the bump, as torch's generated kernels for its own
+// out= ops do. With into_autograd at the Autograd key, `_img2gray_into` refuses autograd and bumps in C++ what the
+// stable build's Python wrapper has to (the stable ABI reaches neither requires_grad nor a version counter), so the
+// wrapper's eager out= path in this build is the one C++ call.
+void into_then_bump_version(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor& out) {
+  {
+    const at::AutoDispatchBelowADInplaceOrView below_inplace_or_view;
+    into_op().redispatch(keys & c10::after_ADInplaceOrView_keyset, image, out);
+  }
+  bump_version(out);
 }
 
 // _img2gray_into, the Python wrapper's out= path: out_variant with positional arguments and nothing returned (a
@@ -254,6 +271,7 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, Autograd, m) {
 
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, ADInplaceOrView, m) {
   m.impl("img2gray.out", TORCH_FN(out_bump_version_then_into));
+  m.impl("_img2gray_into", TORCH_FN(into_then_bump_version));
 }
 
 #define IMG2GRAY_REFUSE(key, what)                                           \

@@ -59,6 +59,11 @@ def _fall_through_autograd(op_names: Tuple[str, ...]) -> None:
 
 
 _fall_through_autograd(("_img2gray_into", "_img2gray_no_grad"))
+# The classic build's `_img2gray_into` refuses autograd and bumps `out`'s version in C++ (kernels at the Autograd and
+# ADInplaceOrView keys), as torch's own out= ops do; the stable ABI reaches neither requires_grad nor a version counter,
+# so for that build the wrapper does both in Python (~0.25 us per call, benchmarks/NOTES.md row 23).
+_into_is_guarded = torch._C._dispatch_has_kernel_for_dispatch_key(add_op_namespace_prefix("_img2gray_into"),
+                                                                  "ADInplaceOrView")
 _is_compiling = torch.compiler.is_compiling
 _is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # ~0.035 us: `return False`, which Dynamo folds to True
 _Tensor = torch.Tensor
@@ -125,13 +130,14 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
             if image.requires_grad and _grad_enabled():
                 return _functional(image)
             return _no_grad_entry(image)
-        if (image.requires_grad or out.requires_grad) and _grad_enabled():
-            raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
-        if traced:
-            return _traced_out(image, out)
-        # What img2gray.out's ADInplaceOrView kernel does (above), for ~0.1 us: `_img2gray_into` has no kernel there
-        # (in the stable build it would be that Python one), so its one caller bumps the version.
-        _increment_version((out,))
+        if traced or not _into_is_guarded:
+            if (image.requires_grad or out.requires_grad) and _grad_enabled():
+                raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
+            if traced:
+                return _traced_out(image, out)
+            # What img2gray.out's ADInplaceOrView kernel does (above), for ~0.1 us: the stable build's `_img2gray_into`
+            # has no kernel there (it would be that Python one), so its one caller bumps the version.
+            _increment_version((out,))
         _into_entry(image, out)
         return out
     except Exception as exc:
