@@ -436,7 +436,7 @@ class _GrayIntoBuffer(torch.nn.Module):
 def test_torch_export_records_the_public_op(device: str, strict: bool, module: type[torch.nn.Module],
                                             public_op: str) -> None:
     """An exported program names the public overloads, never the wrapper's eager-only private ops (non-strict export
-    traces the wrapper in Python without Dynamo, and torch.compiler.is_compiling() is what tells it apart), and it
+    traces the wrapper in Python without Dynamo and hands it FakeTensors, which is what tells it apart), and it
     decomposes to a functional program, out= included."""
     image = random_image((4, 5, 3), torch.float32, device)
     program = torch.export.export(module(), (image,), strict=strict)
@@ -444,6 +444,24 @@ def test_torch_export_records_the_public_op(device: str, strict: bool, module: t
     assert ops == [public_op]
     assert torch.equal(program.module()(image), module()(image))
     assert torch.equal(program.run_decompositions().module()(image), module()(image))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_non_strict_export_runs_a_captured_constant_as_eager_does(device: str) -> None:
+    """A plain tensor the module captures (not an input) reaches the wrapper as itself under non-strict export, so the
+    wrapper takes the call for an eager one and the program records the private op it runs: it must still run and
+    decompose to the eager result."""
+    constant = random_image((4, 5, 3), torch.uint8, device)
+
+    class WithConstant(torch.nn.Module):
+        def forward(self, image: torch.Tensor) -> torch.Tensor:
+            return img2gray.img2gray(constant) // 2 + img2gray.img2gray(image) // 2
+
+    image = random_image((4, 5, 3), torch.uint8, device)
+    program = torch.export.export(WithConstant(), (image,), strict=False)
+    expected = WithConstant()(image)
+    assert torch.equal(program.module()(image), expected)
+    assert torch.equal(program.run_decompositions().module()(image), expected)
 
 
 def luma_jacobian(pixels: int, dtype: torch.dtype) -> torch.Tensor:

@@ -1,8 +1,9 @@
 """The Python way into ``torch.ops.img2gray.img2gray``: the wrapper, the fake kernels, the backward and the
 batching rules.
 
-The op checks its arguments in C++, once per call; the wrapper adds nothing on the success path, and turns a
-refusal into the typed error the docs promise (the stable-ABI build can only raise RuntimeError from C++).
+The op checks its arguments in C++, once per call; on the success path the wrapper adds only what the stable ABI
+cannot do from C++ (out='s autograd refusal and version bump), and it turns a refusal into the typed error the docs
+promise (the stable-ABI build can only raise RuntimeError from C++).
 The fake (meta) kernels let ``torch.compile`` and other tracing tools infer output shapes without running the
 op, so a compiled function that calls it traces with ``fullgraph=True`` and no graph break. The functional
 overload is differentiable for float dtypes (``torch.library.register_autograd``; the op is linear), and
@@ -61,7 +62,7 @@ def _fall_through_autograd(op_names: Tuple[str, ...]) -> None:
 _fall_through_autograd(("_img2gray_into", "_img2gray_no_grad"))
 # The classic build's `_img2gray_into` refuses autograd and bumps `out`'s version in C++ (kernels at the Autograd and
 # ADInplaceOrView keys), as torch's own out= ops do; the stable ABI reaches neither requires_grad nor a version counter,
-# so for that build the wrapper does both in Python (~0.25 us per call, benchmarks/NOTES.md row 23).
+# so for that build the wrapper does both in Python (~0.25 us per call, benchmarks/NOTES.md row 24).
 _into_is_guarded = torch._C._dispatch_has_kernel_for_dispatch_key(add_op_namespace_prefix("_img2gray_into"),
                                                                   "ADInplaceOrView")
 _is_compiling = torch.compiler.is_compiling
@@ -120,8 +121,10 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
     try:
         # Traced calls take the public overloads: Dynamo cannot trace the C++ entry points, and an exported program
         # should name the public op. A plain torch.Tensor outside Dynamo is an eager call, so only Dynamo and tensor
-        # subclasses (FakeTensor under non-strict torch.export) ask torch.compiler.is_compiling(), which costs twice
-        # what the type check and Dynamo's own flag cost (~0.08 us per call, benchmarks/NOTES.md row 23).
+        # subclasses (FakeTensor under non-strict torch.export) ask torch.compiler.is_compiling(), which costs about
+        # twice what the type check and Dynamo's own flag cost (0.03-0.08 us per call, benchmarks/NOTES.md row 23).
+        # (A plain tensor captured as a constant in a non-strict export is taken for eager: its call is recorded as
+        # the private op it runs, which exports and runs the same.)
         traced = (type(image) is not _Tensor or _is_dynamo_compiling()) and _is_compiling()
         if out is None:
             if traced:
