@@ -33,7 +33,7 @@ def main() -> None:
     shape = (height, width, 3)
     frames = [bench.random_image(shape, torch.uint8, "cuda") for _ in range(bench.L2_ROTATE_BYTES // (3 * height * width))]
     out = torch.empty(shape[:-1], dtype=torch.uint8, device="cuda")
-    into = torch.ops.img2gray._img2gray_into.default._op
+    into = img2gray_ops._into_entry  # what the wrapper's eager out= path calls
     wrapper: Callable[[torch.Tensor], object] = lambda image: img2gray.img2gray(image, out=out)  # noqa: E731
     named: dict[str, Callable[[torch.Tensor], object]] = {
         "img2gray(out=)": wrapper,

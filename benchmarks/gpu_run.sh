@@ -16,7 +16,8 @@
 # commit's wheel, with the stable wheel: host-path changes against their baseline in one run; ab.txt and ab.json),
 # abclassic (the same rounds with the classic build compiled in this call beside the ab wheels, if any: what the
 # stable ABI's host path costs; ab-classic.json; with dist/gpu/classic-base.tar.gz, a `git archive --format=tar.gz`
-# of a base commit, that commit's classic build too, as classicbase: a C++ change to the classic build against its base). Both end with benchmarks/ab_summary.py's table of the rounds.
+# of a base commit, that commit's classic build too, as classicbase: a C++ change to the classic build against its
+# base). Both end with benchmarks/ab_summary.py's table of the rounds.
 # Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
 set -uo pipefail
 GPU=${1:-dist/gpu}
