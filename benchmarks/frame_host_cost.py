@@ -3,7 +3,8 @@
 Back-to-back 720p frames are host-bound. This times `img2gray(frame, out=gray)` with and without its version bump
 (`img2gray.ops._increment_version` swapped for `len` around the timed loops), `_img2gray_into` through its
 C++ entry (no wrapper), and NPP, each on rotated frames (as benchmarks/bench_img2gray.py's small-frame rows) and on one
-frame called again and again. Contenders alternate over rounds; medians of CUDA-event time per call.
+frame called again and again. Contenders alternate over rounds; medians of CUDA-event time per call. The bump rows are
+the stable build's: the classic build bumps in C++ (`img2gray.ops._into_is_guarded`), so there both time one path.
 
     PYTHONPATH=<site> python benchmarks/frame_host_cost.py [--npp DIR] [--rounds 7]
 """

@@ -1,6 +1,6 @@
 """What each piece of the Python wrapper's eager path costs on this host, on 8x8 CPU tensors (no launch, so the
 Python and the `torch.ops` call are all there is): the wrapper, `_img2gray_into`'s C++ entry, and the calls the
-wrapper makes around it. Best of 5 x 200k calls each, three rounds.
+wrapper makes around it (the objects img2gray.ops holds). Best of 5 x 200k calls each, three rounds.
 
     PYTHONPATH=<site> python benchmarks/wrapper_pieces.py [LABEL]
 """
@@ -31,8 +31,8 @@ def main() -> None:
     label = sys.argv[1] if len(sys.argv) > 1 else img2gray.build_info().abi
     scope = {
         "wrapper": img2gray.img2gray, "into": img2gray_ops._into_entry, "Tensor": torch.Tensor,
-        "increment_version": torch._C._increment_version, "is_compiling": torch.compiler.is_compiling,
-        "is_dynamo_compiling": torch.compiler.is_dynamo_compiling,
+        "increment_version": img2gray_ops._increment_version, "is_compiling": img2gray_ops._is_compiling,
+        "is_dynamo_compiling": img2gray_ops._is_dynamo_compiling,
         "image": torch.randint(0, 256, (8, 8, 3), dtype=torch.uint8), "out": torch.empty(8, 8, dtype=torch.uint8),
     }
     for _ in range(3):
