@@ -17,8 +17,8 @@ from tests.helpers.elf import LIBRARY, dynamic_symbols, extracted_library, neede
 from tools.build.backend import built_backend
 from tools.build.wheel import BuildFailed, build, selected_abi
 from tools.kernelwheel.errors import InvalidWheel
+from tools.kernelwheel.format.variants import Backend
 from tools.kernelwheel.naming import WheelName, torch_minor
-from tools.kernelwheel.variants import Backend
 from tools.kernelwheel.wheelfile import read_wheel
 
 

@@ -24,8 +24,8 @@ from tests.helpers.hub_fixtures import olah_server, pip_install_by_name
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.build.variants import TorchEnv, build_id, plan_variants
-from tools.kernelwheel.digests import verify_digest
 from tools.kernelwheel.errors import BuildFailed
+from tools.kernelwheel.format.digests import verify_digest
 from tools.kernelwheel.layout import collect_files, read_metadata
 from tools.kernelwheel.naming import WheelName
 from tools.kernelwheel.publish.git import GitTransport

@@ -27,7 +27,7 @@ from tests.helpers.repo import REPO_ROOT
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.cli.hub2wheel import main
-from tools.kernelwheel.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
+from tools.kernelwheel.format.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
 from tools.kernelwheel.wheelfile import read_wheel
 
 CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"

@@ -18,10 +18,10 @@ from tests.helpers import kernel_repos
 from tests.kernelwheel.test_layout import METADATA
 from tools.kernelwheel.convert import Options, Source, build_variant, convert
 from tools.kernelwheel.errors import DigestMismatch, HubError, InvalidVariant, ToolError
-from tools.kernelwheel.lockfile import VariantLock, variant_hash
+from tools.kernelwheel.format.lockfile import VariantLock, variant_hash
+from tools.kernelwheel.format.variants import Variant
 from tools.kernelwheel.selection import VariantFilter
 from tools.kernelwheel.sources import local_source
-from tools.kernelwheel.variants import Variant
 
 CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
 

@@ -189,7 +189,7 @@ def _parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.mark.usefixtures("fresh_verdicts")
 def test_verdict_cache_by_content_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tools.kernelwheel import elf
-    from tools.kernelwheel.digests import file_digest
+    from tools.kernelwheel.format.digests import file_digest
 
     so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
     first = read_elf(so, sha256=file_digest(so))
@@ -214,7 +214,7 @@ def test_verdict_cache_by_content_hash(tmp_path: Path, monkeypatch: pytest.Monke
 @pytest.mark.usefixtures("fresh_verdicts")
 def test_verdict_cache_refuses_a_changed_bad_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tools.kernelwheel import elf
-    from tools.kernelwheel.digests import file_digest
+    from tools.kernelwheel.format.digests import file_digest
 
     so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
     read_elf(so, sha256=file_digest(so))
@@ -235,7 +235,7 @@ def test_verdict_cache_refuses_a_changed_bad_file(tmp_path: Path, monkeypatch: p
 @pytest.mark.usefixtures("fresh_verdicts")
 def test_verdict_cache_of_another_checker_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tools.kernelwheel import elf
-    from tools.kernelwheel.digests import file_digest
+    from tools.kernelwheel.format.digests import file_digest
 
     so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
     read_elf(so, sha256=file_digest(so))

@@ -36,12 +36,12 @@ from tools.kernelwheel.errors import (
     NoCompatibleWheel,
     ToolError,
 )
+from tools.kernelwheel.format.variants import Backend
 from tools.kernelwheel.index import client
 from tools.kernelwheel.index.client import Candidate
 from tools.kernelwheel.index.writer import write_index
 from tools.kernelwheel.install import Environment, choose_wheels, cuda_compatible, plan_install, runnable_command
 from tools.kernelwheel.urls import redact
-from tools.kernelwheel.variants import Backend
 
 TAGS = frozenset({"cp311-abi3-manylinux_2_28_x86_64", "cp39-abi3-manylinux_2_28_x86_64", "py3-none-any"})
 T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"

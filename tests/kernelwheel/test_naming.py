@@ -9,6 +9,7 @@ from packaging.version import Version
 
 from tools.kernelwheel.atomic import atomic_path
 from tools.kernelwheel.errors import InvalidWheelName
+from tools.kernelwheel.format.variants import Variant
 from tools.kernelwheel.naming import (
     MAX_WHEEL_FILENAME_BYTES,
     NAME_MAX,
@@ -24,7 +25,6 @@ from tools.kernelwheel.naming import (
     torch_requirement,
     wheel_name_for,
 )
-from tools.kernelwheel.variants import Variant
 
 
 @pytest.mark.parametrize(("kernel", "backend", "expected"), [

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tests.helpers import kernel_repos
 from tools.kernelwheel.convert import Options, convert
+from tools.kernelwheel.format.variants import Variant
 from tools.kernelwheel.noarch import plan_noarch
 from tools.kernelwheel.sources import local_source
-from tools.kernelwheel.variants import Variant
 from tools.kernelwheel.wheelfile import read_wheel
 
 NOARCH = ["torch-cpu", "torch-cuda", "torch-xpu"]

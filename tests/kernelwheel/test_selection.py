@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.kernelwheel.test_variants import NAMES  # one name of every family the grammar parses
+from tests.kernelwheel.format.test_variants import NAMES  # one name of every family the grammar parses
 from tools.kernelwheel.selection import VariantFilter, select_variants
 
 

@@ -15,8 +15,8 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from tools.kernelwheel import wheelfile
-from tools.kernelwheel.digests import file_digest
 from tools.kernelwheel.errors import InvalidWheel, OutputNotWritable
+from tools.kernelwheel.format.digests import file_digest
 from tools.kernelwheel.naming import WheelName
 from tools.kernelwheel.wheelfile import (
     Source,

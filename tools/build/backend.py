@@ -25,8 +25,8 @@ from packaging.version import Version
 from scikit_build_core import build as _skbuild
 
 from tools.kernelwheel.errors import InvalidWheel
+from tools.kernelwheel.format.variants import Arch, Backend, Torch, TorchStableAbi, Variant
 from tools.kernelwheel.naming import framework_requirement_for, torch_minor, wheel_name_for
-from tools.kernelwheel.variants import Arch, Backend, Torch, TorchStableAbi, Variant
 from tools.kernelwheel.wheelfile import WheelContents, build_metadata, read_wheel, rename_wheel, write_wheel
 
 ConfigSettings = Optional[dict[str, Any]]

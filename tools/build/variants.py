@@ -35,10 +35,10 @@ from rich.markup import escape
 from tools.build.manifest import BuildManifest
 from tools.kernelwheel.atomic import check_writable_directory, replace_tree
 from tools.kernelwheel.console import make_console, print_step
-from tools.kernelwheel.digests import make_digest
 from tools.kernelwheel.errors import BuildFailed
+from tools.kernelwheel.format.digests import make_digest
+from tools.kernelwheel.format.variants import Arch, Backend, Torch, TorchStableAbi, Variant
 from tools.kernelwheel.layout import collect_files
-from tools.kernelwheel.variants import Arch, Backend, Torch, TorchStableAbi, Variant
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_SOURCES = ROOT / "python" / "img2gray"

@@ -29,10 +29,10 @@ from tools.kernelwheel.console import activity, make_console, print_error, print
 from tools.kernelwheel.convert import Options, Report, Source
 from tools.kernelwheel.dependency_tree import convert_with_dependencies
 from tools.kernelwheel.errors import ToolError
-from tools.kernelwheel.kernel_depends import Dependency
+from tools.kernelwheel.format.kernel_depends import Dependency
+from tools.kernelwheel.format.signatures import SignatureOptions, add_trust_arguments
 from tools.kernelwheel.naming import parse_version, validate_kernel_name
 from tools.kernelwheel.selection import VariantFilter
-from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments
 from tools.kernelwheel.sources import dependency_source, hub_source, local_source, lock_sources
 from tools.kernelwheel.trust import TrustPolicy
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from tools.kernelwheel.console import make_console, print_error, print_warning
 from tools.kernelwheel.errors import InvalidWheel, SignatureMissing, ToolError
+from tools.kernelwheel.format.signatures import SignatureOptions, add_trust_arguments, verify_package
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
 from tools.kernelwheel.limited_read import file_problem
-from tools.kernelwheel.signatures import SignatureOptions, add_trust_arguments, verify_package
 from tools.kernelwheel.wheelfile import unpack_wheel
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from tools.kernelwheel import hub
 from tools.kernelwheel.errors import HubError, InvalidVariantName
-from tools.kernelwheel.variants import Variant
+from tools.kernelwheel.format.variants import Variant
 
 # (bytes written to the cache so far, bytes expected so far); (files done, files total).
 BytesProgress = Callable[[int, int], None]

@@ -36,26 +36,27 @@ from packaging.version import Version
 from rich.console import Console
 from rich.markup import escape
 
-from tools.kernelwheel import elf, lockfile, wheelfile
+from tools.kernelwheel import elf, wheelfile
 from tools.kernelwheel.console import activity, print_warning
-from tools.kernelwheel.digests import file_digest, load_digest_cache, save_digest_cache, verify_digest
 from tools.kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
 from tools.kernelwheel.entry_runtime import SKIP_ARCH_CHECK
 from tools.kernelwheel.errors import InvalidVariant, InvalidWheel, InvalidWheelName, ToolError
-from tools.kernelwheel.kernel_depends import (
+from tools.kernelwheel.format import lockfile
+from tools.kernelwheel.format.digests import file_digest, load_digest_cache, save_digest_cache, verify_digest
+from tools.kernelwheel.format.kernel_depends import (
     ConvertedKernel,
     dependency_requirements,
     imports_kernels,
     kernels_requirement,
     parse_kernel_info,
 )
+from tools.kernelwheel.format.python_depends import depends_requirements, read_depends
+from tools.kernelwheel.format.signatures import SignatureOptions, check_variant
+from tools.kernelwheel.format.variants import Variant
 from tools.kernelwheel.layout import collect_files, find_package, read_metadata
 from tools.kernelwheel.naming import WheelName, framework_requirement_for, parse_version, wheel_name_for
 from tools.kernelwheel.noarch import backend_of, plan_noarch
-from tools.kernelwheel.python_depends import depends_requirements, read_depends
 from tools.kernelwheel.selection import VariantFilter, select_variants
-from tools.kernelwheel.signatures import SignatureOptions, check_variant
-from tools.kernelwheel.variants import Variant
 from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel_if_changed
 
 

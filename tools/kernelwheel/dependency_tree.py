@@ -17,7 +17,7 @@ from rich.console import Console
 from tools.kernelwheel.console import print_step
 from tools.kernelwheel.convert import Options, Report, Source, cancelled_on_error, convert
 from tools.kernelwheel.errors import ToolError
-from tools.kernelwheel.kernel_depends import (
+from tools.kernelwheel.format.kernel_depends import (
     ConvertedKernel,
     ConvertedWheel,
     Dependency,

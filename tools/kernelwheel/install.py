@@ -49,10 +49,10 @@ from tools.kernelwheel.errors import (
     NoCompatibleWheel,
     ToolError,
 )
+from tools.kernelwheel.format.variants import Backend
 from tools.kernelwheel.index.client import Candidate, check_url, list_candidates, torch_requirement_of
 from tools.kernelwheel.naming import is_distribution_name, torch_label, torch_minor
 from tools.kernelwheel.urls import redact
-from tools.kernelwheel.variants import Backend
 
 Installer = Literal["pip", "uv"]
 T = TypeVar("T")

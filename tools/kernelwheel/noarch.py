@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.kernelwheel.digests import digested_files, file_digest
 from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.format.digests import digested_files, file_digest
+from tools.kernelwheel.format.variants import Noarch, Variant
 from tools.kernelwheel.layout import collect_files, read_metadata
-from tools.kernelwheel.variants import Noarch, Variant
 
 # Which folder the single noarch wheel is built from when all are the same build.
 PREFERENCE = ("cuda", "rocm", "xpu", "cpu", "metal", "npu", "neuron", "tpu", "universal")

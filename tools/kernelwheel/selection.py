@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from tools.kernelwheel.errors import InvalidVariantName
-from tools.kernelwheel.variants import CPUS, CxxAbi, Torch, Variant, display_name
+from tools.kernelwheel.format.variants import CPUS, CxxAbi, Torch, Variant, display_name
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,12 @@ from pathlib import Path
 from packaging.version import Version
 from rich.console import Console
 
-from tools.kernelwheel import background_fetch, hub, lockfile
+from tools.kernelwheel import background_fetch, hub
 from tools.kernelwheel.console import ActivityTask, activity, print_step, print_warning
 from tools.kernelwheel.convert import Arrivals, Source, cancelled_on_error
 from tools.kernelwheel.errors import ToolError
-from tools.kernelwheel.kernel_depends import Dependency
+from tools.kernelwheel.format import lockfile
+from tools.kernelwheel.format.kernel_depends import Dependency
 from tools.kernelwheel.trust import TrustPolicy, check_publisher
 
 

@@ -35,8 +35,8 @@ from wheel import __version__ as WHEEL_VERSION
 from wheel.wheelfile import WheelError, WheelFile, urlsafe_b64encode
 
 from tools.kernelwheel.atomic import atomic_path, temporary_directory
-from tools.kernelwheel.digests import checked_digest, file_digest
 from tools.kernelwheel.errors import InvalidWheel, OutputNotWritable, one_line
+from tools.kernelwheel.format.digests import checked_digest, file_digest
 from tools.kernelwheel.naming import WheelName
 
 # 1980-01-02: the earliest date a zip file holds in every timezone.

@@ -12,7 +12,7 @@ from packaging.version import InvalidVersion, Version
 from rich.console import Console
 
 from tools.kernelwheel.errors import InvalidReleaseVersion, RevisionNotFound, VersionExists
-from tools.kernelwheel.variants import Variant
+from tools.kernelwheel.format.variants import Variant
 
 BASE_BRANCH = "main"
 

@@ -19,11 +19,11 @@ from kernels._rust import (
 from kernels.variants import parse_variant
 
 from tests.helpers import kernel_repos
-from tools.kernelwheel.digests import digest_violations, verify_digest
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile, InvalidVariantName
+from tools.kernelwheel.format.digests import digest_violations, verify_digest
+from tools.kernelwheel.format.lockfile import parse_lockfile
+from tools.kernelwheel.format.variants import Variant
 from tools.kernelwheel.layout import collect_files, read_metadata
-from tools.kernelwheel.lockfile import parse_lockfile
-from tools.kernelwheel.variants import Variant
 
 VARIANT = "torch-stable-abi210-cpu-x86_64-linux"
 

@@ -8,7 +8,7 @@ from kernels.python_deps import validate_dependencies
 from packaging.requirements import Requirement
 
 from tools.kernelwheel.errors import InvalidVariant
-from tools.kernelwheel.python_depends import depends_requirements, known_names, map_depends, read_depends
+from tools.kernelwheel.format.python_depends import depends_requirements, known_names, map_depends, read_depends
 
 # One kernels backend object per backend name (kernels keys its table by Backend.name).
 KERNELS_BACKENDS = {

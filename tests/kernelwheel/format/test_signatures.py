@@ -1,4 +1,4 @@
-"""tools.kernelwheel.signatures on variants signed by a Sigstore instance of the test's own
+"""tools.kernelwheel.format.signatures on variants signed by a Sigstore instance of the test's own
 (tests/helpers/sigstore_fixtures.py), each decision next to kernels 0.17.2's ``verify_variant`` on the same folder
 and the same trusted root; and what ``convert`` does with the verdict (wheel with the bundle, or nothing written)."""
 
@@ -24,11 +24,11 @@ from tests.helpers.sigstore_fixtures import (
     kernels_verify_variant,
     tamper_ops_and_rewrite_digest,
 )
-from tools.kernelwheel import signatures
 from tools.kernelwheel.convert import Options, convert
 from tools.kernelwheel.errors import InvalidTrustSettings, InvalidVariant, SignatureInvalid
+from tools.kernelwheel.format import signatures
+from tools.kernelwheel.format.signatures import SignatureOptions, check_variant, verify_signature, workflow_policies
 from tools.kernelwheel.layout import collect_files
-from tools.kernelwheel.signatures import SignatureOptions, check_variant, verify_signature, workflow_policies
 from tools.kernelwheel.sources import local_source
 from tools.kernelwheel.wheelfile import read_wheel
 

@@ -7,7 +7,7 @@ workflows) before parsing the JSON, then checks the digest. This module takes th
 policies (``GitHubWorkflowPolicy``, ``DEFAULT_POLICIES``) and result types (``VerificationResult``), and adds what
 kernels cannot: a trusted root from a file (``--sigstore-trusted-root``: a private Sigstore, or offline) and another
 list of accepted workflows (``--signer-workflow``). The signature covers metadata.json; metadata.json's digest covers
-every other file (``tools.kernelwheel.digests``).
+every other file (``tools.kernelwheel.format.digests``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tools.kernelwheel.arguments import path_argument
-from tools.kernelwheel.digests import verify_digest
 from tools.kernelwheel.errors import (
     DigestMismatch,
     InvalidTrustSettings,
@@ -32,6 +31,7 @@ from tools.kernelwheel.errors import (
     SignatureInvalid,
     SignatureMissing,
 )
+from tools.kernelwheel.format.digests import verify_digest
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, read_metadata
 from tools.kernelwheel.limited_read import read_limited
 

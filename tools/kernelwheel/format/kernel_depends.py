@@ -27,8 +27,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tools.kernelwheel.errors import InvalidVariant, KernelDependencyError
+from tools.kernelwheel.format.variants import Variant
 from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.variants import Variant
 
 # The kernels release whose kernel-depends semantics (get_kernel_dep, use_kernel_deps) this module reproduces.
 KERNELS_WITH_DEPENDENCIES = "0.17"

@@ -1,4 +1,4 @@
-"""tools.kernelwheel.variants: parse/str round trip for every family, precise reasons for bad names."""
+"""tools.kernelwheel.format.variants: parse/str round trip for every family, precise reasons for bad names."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from packaging.version import Version
 
 from tools.kernelwheel.errors import InvalidVariantName
-from tools.kernelwheel.variants import Backend, Noarch, Torch, TorchStableAbi, TvmFfi, Variant
+from tools.kernelwheel.format.variants import Backend, Noarch, Torch, TorchStableAbi, TvmFfi, Variant
 
 NAMES = [
     "torch29-cxx11-cu128-x86_64-linux",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
-from tools.kernelwheel.lockfile import (
+from tools.kernelwheel.format.lockfile import (
     MAX_LOCKFILE_BYTES,
     VariantLock,
     combine,

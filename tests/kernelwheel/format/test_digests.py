@@ -1,4 +1,4 @@
-"""tools.kernelwheel.digests: the metadata.json digest make_digest writes is the one verify_digest checks."""
+"""tools.kernelwheel.format.digests: the metadata.json digest make_digest writes is the one verify_digest checks."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tools.kernelwheel import digests
-from tools.kernelwheel.digests import make_digest, verify_digest
 from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
+from tools.kernelwheel.format import digests
+from tools.kernelwheel.format.digests import make_digest, verify_digest
 from tools.kernelwheel.layout import collect_files
 
 
