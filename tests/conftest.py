@@ -37,6 +37,14 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.path.insert(0, str(site.resolve()))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests in ``test_*_releases.py`` compare the toolkit with kernels releases: marked ``kernels_release`` so that
+    the upstream canary (.github/workflows/upstream-canary.yml) selects them with ``-m kernels_release``."""
+    for item in items:
+        if item.path.name.startswith("test_") and item.path.stem.endswith("_releases"):
+            item.add_marker(pytest.mark.kernels_release)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     import img2gray
 

