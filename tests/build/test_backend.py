@@ -15,6 +15,7 @@ import torch
 
 from tests.helpers.elf import LIBRARY, dynamic_symbols, extracted_library, needed_libraries
 from tools.build.backend import built_backend
+from tools.build.toolkit import backend_tag, nvcc_version
 from tools.build.wheel import BuildFailed, build, selected_abi
 from tools.kernelwheel.errors import InvalidWheel
 from tools.kernelwheel.format.variants import Backend
@@ -25,7 +26,7 @@ from tools.kernelwheel.wheelfile import read_wheel
 def test_classic_wheel_name_metadata_and_tags(classic_wheel: Path) -> None:
     name = WheelName.parse(classic_wheel.name)
     minor = torch_minor(torch.__version__)
-    backend = f"cu{torch.version.cuda.replace('.', '')}" if torch.version.cuda else "cpu"
+    backend = backend_tag(nvcc_version(), torch.version.cuda)  # the compiler names the build (tools.build.toolkit)
     assert name.distribution == f"img2gray-{backend}"
     assert str(name.version) == f"0.1.0+torch{minor}"
     assert (name.python_tag, name.abi_tag, name.platform_tag) == ("cp39", "abi3", "manylinux_2_28_x86_64")
@@ -48,7 +49,7 @@ def test_installed_build_info_has_the_structured_backend_named_in_the_distributi
     parsed = Backend.parse(record["tag"])
     assert (parsed.kind, None if parsed.version is None else str(parsed.version)) == (record["type"], record["version"])
     if torch.version.cuda:
-        assert (record["type"], record["version"]) == ("cuda", ".".join(torch.version.cuda.split(".")[:2]))
+        assert record["tag"] == backend_tag(nvcc_version(), torch.version.cuda)
     else:
         assert record == {"type": "cpu", "version": None, "tag": "cpu"}
     assert distribution.lower() == f"img2gray-{record['tag']}"

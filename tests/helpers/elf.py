@@ -57,3 +57,26 @@ def endless_version_needs(so: bytes) -> bytes:
     offset = elf.get_section(index)["sh_offset"]
     data[offset + 12 : offset + 16] = struct.pack("<I", 0)  # Elf64_Verneed.vn_next
     return bytes(data)
+
+
+# A C++ library whose std::string (the C++11 ABI) needs GLIBCXX_3.4.21: auditwheel's manylinux_2_24 policy is the
+# oldest that allows it (manylinux_2_17 stops at GLIBCXX_3.4.19).
+CXX_NEEDS = b"GLIBCXX_3.4.21"
+_CXX_SOURCE = '#include <string>\nstd::string suffixed(const char* s) { return std::string(s) + "x"; }\n'
+
+
+def cxx_library(out: Path) -> bytes:
+    """Compile a small C++ shared library with g++ into ``out``; returns its bytes (it needs ``CXX_NEEDS``)."""
+    src = out.with_suffix(".cpp")
+    src.write_text(_CXX_SOURCE)
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-s", str(src), "-o", str(out)], check=True)
+    data = out.read_bytes()
+    assert CXX_NEEDS in data, "g++ no longer emits the symbol version these tests patch"
+    return data
+
+
+def with_version_need(so: bytes, old: bytes, new: bytes) -> bytes:
+    """The same ELF file needing symbol version ``new`` where it needed ``old`` (same length): the name in
+    ``.dynstr`` that ``.gnu.version_r`` points at is overwritten, which is all a symbol-version reader sees."""
+    assert len(old) == len(new) and so.count(old) >= 1
+    return so.replace(old, new)

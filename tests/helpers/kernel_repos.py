@@ -79,12 +79,16 @@ def compile_extension(out: Path, module: str, cache_dir: Path) -> Path:
 
 
 def kernel_builder_digest(variant_dir: Path, algorithm: str = "sha256") -> dict[str, object]:
-    """The ``digest`` kernel-builder writes, computed by kernels' own ``Digest.hash_variant`` over the folder."""
-    # Imported here: this module is loaded (through the fixture plugin) by op-test runs in venvs without kernels.
-    from kernels._rust import Digest, DigestAlgorithm
+    """The ``digest`` kernel-builder writes, computed by kernels' own ``Digest.hash_variant`` over the folder (the
+    newest supported release's, asked in its oracle venv: the venv running the tests may hold any release)."""
+    # Imported here: this module is loaded (through the fixture plugin) by op-test runs that need no kernels.
+    from tests.helpers.kernels_releases import SUPPORTED_KERNELS, ask
 
-    hashed = Digest.hash_variant(getattr(DigestAlgorithm, algorithm.upper()), variant_dir)
-    return {"algorithm": str(hashed.algorithm), "files": dict(sorted(hashed.files.items()))}
+    answer: dict[str, object] = ask(SUPPORTED_KERNELS[-1], "format_data", "write_digest",
+                                    {"variant": str(variant_dir), "algorithm": algorithm})
+    if "error" in answer:
+        raise AssertionError(f"kernels could not digest {variant_dir}: {answer['error']}")
+    return answer
 
 
 def digest(files: Mapping[str, bytes]) -> dict[str, object]:
@@ -95,11 +99,26 @@ def digest(files: Mapping[str, bytes]) -> dict[str, object]:
     }
 
 
+def is_noarch(variant: str) -> bool:
+    """A folder without compiled parts: ``torch-<backend>``, ``mlx-<backend>``, ``sdk``, ``sdk-<backend>`` (not
+    ``torch-stable-abi...`` or a kernels 0.19 name such as ``torch-2.14-...``)."""
+    parts = variant.split("-")
+    if parts[0] == "sdk":
+        return "cpython" not in parts
+    return parts[0] in ("torch", "mlx") and len(parts) > 1 and parts[1][:1].isalpha() and parts[1] != "stable"
+
+
 def _backend_type(variant: str) -> str:
     for key, kind in (("-cu", "cuda"), ("-rocm", "rocm"), ("-xpu", "xpu"), ("-metal", "metal"), ("-cpu", "cpu")):
         if key in variant:
             return kind
-    return variant.removeprefix("torch-")
+    return variant.split("-")[-1] if variant.startswith(("mlx-", "sdk")) else variant.removeprefix("torch-")
+
+
+def build_id(name: str, backend: str, variant: str) -> str:
+    """metadata.json's ``id``: unique per build, as kernels 0.19 requires (it imports a build under its id and
+    refuses a second, different build with the same one), so every variant of a fixture has its own."""
+    return f"_{name}_{backend}_{OPS_ID}_{hashlib.sha256(variant.encode()).hexdigest()[:7]}"
 
 
 def flat_variant(
@@ -109,7 +128,7 @@ def flat_variant(
     vdir = build / variant
     vdir.mkdir(parents=True, exist_ok=True)
     backend = _backend_type(variant)
-    noarch = variant.startswith("torch-") and not variant.startswith("torch-stable-abi")
+    noarch = is_noarch(variant)
     files: dict[str, bytes] = {}
     if noarch:
         files["__init__.py"] = _NOARCH_INIT.encode()
@@ -123,12 +142,36 @@ def flat_variant(
         (vdir / rel).write_bytes(data)
     meta: dict[str, object] = {
         "name": name,
-        "id": f"_{name}_{backend}_{OPS_ID}",
+        "id": build_id(name, backend, variant),
         "version": version,
         "license": "Apache-2.0",
         "python-depends": [],
         "backend": {"type": backend},
     }
+    if with_digest:
+        meta["digest"] = kernel_builder_digest(vdir)
+    (vdir / "metadata.json").write_text(json.dumps(meta, indent=2))
+    return vdir
+
+
+def zip_variant(build: Path, variant: str, so_cache: Path, *, extra_members: Mapping[str, bytes] | None = None,
+                with_digest: bool = True) -> Path:
+    """``build/<variant>/`` in kernels 0.19's zip layout: the Python files of ``flat_variant`` inside ``<id>.zip``,
+    the extension module beside it, metadata.json with ``"build-layout": "zip"`` and a digest over the archive.
+    ``extra_members``: more archive members, written as given (hostile names included)."""
+    import zipfile
+
+    vdir = flat_variant(build, variant, so_cache, with_digest=False)
+    meta = json.loads((vdir / "metadata.json").read_text())
+    archive = vdir / f"{meta['id']}.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for py in sorted(vdir.glob("*.py")):
+            zf.writestr(py.name, py.read_bytes())
+            py.unlink()
+        for name, data in (extra_members or {}).items():
+            zf.writestr(name, data)
+    meta["build-layout"] = "zip"
+    (vdir / "metadata.json").unlink()
     if with_digest:
         meta["digest"] = kernel_builder_digest(vdir)
     (vdir / "metadata.json").write_text(json.dumps(meta, indent=2))

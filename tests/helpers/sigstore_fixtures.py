@@ -6,7 +6,8 @@ the GitHub-workflow identity extensions Fulcio adds (issuer, source repository, 
 embedded SCT signed by the CT log key, plus a transparency-log entry signed by the Rekor key: inclusion promise
 (SET), inclusion proof in a small Merkle tree (RFC 6962) and a signed checkpoint. ``write_trusted_root`` writes the
 matching ``trusted_root.json`` that sigstore-python's ``TrustedRoot.from_file`` reads. Nothing touches the network.
-``kernels_verify_variant`` runs kernels' own ``verify_variant`` against that root, for side-by-side verdicts.
+``kernels_verify_variant`` runs a kernels release's own verification against that root (in the release's oracle
+venv), for side-by-side verdicts.
 
 The ``sigstore`` and ``trusted_root`` fixtures over these are in tests/helpers/sigstore_plugin.py.
 """
@@ -18,24 +19,21 @@ import datetime as dt
 import hashlib
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
-import kernels.verify
 import rfc8785
 from cryptography import x509
 from cryptography.hazmat import asn1
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID, NameOID
-from kernels.verify import VerificationResult
-from sigstore.models import TrustedRoot
-from sigstore.verify import Verifier
-from sigstore.verify.policy import VerificationPolicy
 
 from tests.helpers import kernel_repos
+from tests.helpers.kernels_releases import SUPPORTED_KERNELS, ask
+from tools.kernelwheel.format.signer_policy import WorkflowSigner
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 _FULCIO = "1.3.6.1.4.1.57264.1."  # Fulcio's certificate extension arc
@@ -281,20 +279,29 @@ class SigstoreInstance:
         return bundle
 
 
-def kernels_verify_variant(variant_dir: Path, trusted_root: Path,
-                           policies: list[VerificationPolicy] | None = None) -> VerificationResult.Any:
-    """kernels 0.17.2's own ``verify_variant`` on ``variant_dir``, with the one thing it cannot be told changed:
-    its ``Verifier.production()`` (Sigstore's root through TUF) gives a Verifier for ``trusted_root`` instead.
-    Bundle parsing, the policies, the verification and the digest check are kernels' unchanged code."""
-    root = TrustedRoot.from_file(str(trusted_root))
+@dataclass(frozen=True)
+class KernelsVerdict:
+    """A kernels release's verdict on a variant: its result class's name (``Success``,
+    ``SignatureVerificationFailure``, ``DigestVerificationFailure``, ...), the reason and the violation count."""
 
-    class _FixtureRootVerifier(Verifier):
-        @classmethod
-        def production(cls, *, offline: bool = False) -> Verifier:
-            return Verifier(trusted_root=root)
+    name: str
+    reason: str | None = None
+    violations: int | None = None
 
-    with mock.patch.object(kernels.verify, "Verifier", _FixtureRootVerifier):
-        return kernels.verify.verify_variant(variant_dir, policies)
+
+def kernels_verify_variant(variant_dir: Path, trusted_root: Path, signers: Sequence[WorkflowSigner] | None = None,
+                           release: str = SUPPORTED_KERNELS[-1]) -> KernelsVerdict:
+    """A kernels release's own verification of ``variant_dir`` (0.17's ``verify_variant``; 0.19's
+    ``verify_signature`` then its digest check), with the one thing it cannot be told changed: its
+    ``Verifier.production()`` gives a Verifier for ``trusted_root``. ``signers`` become the release's own
+    ``GitHubWorkflowPolicy`` objects (None: its default policy)."""
+    answer = ask(release, "format_data", "verify_variant", {
+        "variant": str(variant_dir), "trusted_root": str(trusted_root),
+        "signers": None if signers is None else [[s.repo_id, list(s.signer_uris)] for s in signers],
+    })
+    if "error" in answer:
+        raise AssertionError(f"kernels {release} could not verify {variant_dir}: {answer['error']}")
+    return KernelsVerdict(answer["verdict"], answer["reason"], answer["violations"])
 
 
 def tamper_ops_and_rewrite_digest(variant_dir: Path, code: str = "import os; os.system('echo owned')\n") -> None:

@@ -40,11 +40,11 @@ def test_dependency_converted_and_required(hf_env: Path, hub_repos: HubRepos, tm
     relu = next(n for n in names if n.startswith("relu-"))
     assert len(names) == 2 and relu.endswith("-py3-none-any.whl")
     wheel = read_wheel(wheelhouse / plus)
-    assert wheel.metadata["requires_dist"] == ["torch", "relu<2,>=1", "kernels>=0.17.0"]  # kernels-minver
+    assert wheel.metadata["requires_dist"] == ["torch", "relu<2,>=1", "kernels<0.20,>=0.17.2"]  # tested
     build = "_relu_plus_abc1234"  # the build's unique id, as kernels imports it
     assert f"{build}/__init__.py" in wheel.files and f"{build}/metadata.json" in wheel.files
     entry = wheel.files["relu_plus/__init__.py"].decode()
-    assert "use_kernel_deps" in entry and "dependencies={'testorg/relu': 'relu'}" in entry
+    assert "kernels.get_local_kernel(" in entry and "dependencies={'testorg/relu': 'relu'}" in entry
 
     # Installed by name from --find-links into a fresh venv that has torch and kernels, the pair runs.
     farm = package_farm(tmp_path / "farm", "kernels")

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import kernel_repos
-from tests.helpers.elf import endless_version_needs
+from tests.helpers.elf import CXX_NEEDS, cxx_library, endless_version_needs, with_version_need
 from tools.kernelwheel.elf import (
     ElfInfo,
     has_elf_magic,
@@ -58,6 +58,21 @@ def test_libstdcxx_versions_map_to_policy(tmp_path: Path) -> None:
     assert platform_tag([info], "x86_64") == "manylinux_2_35_x86_64"
     newer = ElfInfo("y.so", "x86_64", frozenset({("GLIBC", "2.38"), ("GLIBCXX", "3.4.21")}), False, None)
     assert platform_tag([info, newer], "x86_64") == "manylinux_2_38_x86_64"
+
+
+@pytest.mark.parametrize("unknown", [b"GLIBCXX_3.4.99", b"GLIBCXX_3.4.35"])
+def test_a_symbol_version_no_policy_knows_is_refused_not_tagged_lower(tmp_path: Path, unknown: bytes) -> None:
+    """GLIBCXX_3.4.99 made auditwheel answer with its generic linux policy, and the tag fell back to the GLIBC floor:
+    manylinux_2_17, lower than the unpatched file's manylinux_2_24."""
+    so = cxx_library(tmp_path / "libcxx.so")
+    assert platform_tag([read_elf(tmp_path / "libcxx.so")], "x86_64") == "manylinux_2_24_x86_64"
+    patched = tmp_path / "libpatched.so"
+    patched.write_bytes(with_version_need(so, CXX_NEEDS, unknown))
+    with pytest.raises(InvalidVariant) as refused:
+        platform_tag([read_elf(patched, "libpatched.so")], "x86_64")
+    assert str(refused.value) == (f"libpatched.so: needs symbol version {unknown.decode()}, which no manylinux policy "
+                                  "in auditwheel allows; expected at most GLIBCXX_3.4.33 (a libstdc++/libgcc that a "
+                                  "manylinux image ships)")
 
 
 def test_cpython_specific_extension(tmp_path: Path) -> None:

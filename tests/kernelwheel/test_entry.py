@@ -24,6 +24,11 @@ def _archs_repo(tmp_path: Path, so_cache: Path, archs: list[str]) -> Path:
     return repo
 
 
+def meta_id(repo: Path) -> str:
+    metadata = json.loads((repo / "build" / CUDA_VARIANT / "metadata.json").read_text())
+    return str(metadata["id"])
+
+
 def test_wheel_with_archs_installs_behind_an_entry(tmp_path: Path, so_cache: Path) -> None:
     repo = _archs_repo(tmp_path, so_cache, ["8.0", "9.0"])
     report = convert(local_source(repo), Options(out_dir=tmp_path / "out"))
@@ -31,7 +36,7 @@ def test_wheel_with_archs_installs_behind_an_entry(tmp_path: Path, so_cache: Pat
     ((variant, path),) = report.converted
     assert variant == CUDA_VARIANT
     wheel = read_wheel(path)
-    build = "_img2gray_cuda_abc1234"  # metadata.json's id
+    build = meta_id(repo)  # metadata.json's id: the module the build is installed and imported as
     assert f"{build}/_ops.py" in wheel.files and f"{build}/metadata.json" in wheel.files
     entry = wheel.files["img2gray/__init__.py"].decode()
     assert "archs=['8.0', '9.0']" in entry and f"build={build!r}" in entry and "dependencies={}" in entry

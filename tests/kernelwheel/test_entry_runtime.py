@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.kernels_releases import RELEASES, ask
 from tools.kernelwheel import entry_runtime
 from tools.kernelwheel.entry import Entry, entry_source
 
@@ -20,17 +21,14 @@ ARCHS = ["7.5", "8.0", "8.6", "8.9", "9.0", "9.0a", "10.0f", "10.0a", "12.0", "8
 CAPABILITIES = [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (12, 0), (12, 1)]
 
 
-def test_cuda_rule_matches_kernels() -> None:
-    from kernels.archs import _cuda_arch_supports, _supports_cuda_capability
-
-    for arch in ARCHS:
-        for capability in CAPABILITIES:
-            assert entry_runtime.cuda_arch_supports(arch, capability) == _cuda_arch_supports(arch, capability), (
-                arch, capability)
-    for archs in (["8.0", "9.0"], ["9.0a"], ["sm_90"], ["sm_90", "8.0"], ["10.0f", "12.0"], ["8.0+PTX"]):
-        for capability in CAPABILITIES:
-            assert entry_runtime.supports_cuda_capability(archs, capability) == _supports_cuda_capability(
-                archs, capability), (archs, capability)
+@pytest.mark.parametrize("release", RELEASES)
+def test_cuda_rule_matches_kernels(release: str) -> None:
+    single = [(arch, capability) for arch in ARCHS for capability in CAPABILITIES]
+    many = [(archs, capability) for archs in (["8.0", "9.0"], ["9.0a"], ["sm_90"], ["sm_90", "8.0"],
+                                              ["10.0f", "12.0"], ["8.0+PTX"]) for capability in CAPABILITIES]
+    theirs = ask(release, "format_data", "cuda_archs", {"single": single, "any": many})
+    assert [entry_runtime.cuda_arch_supports(a, c) for a, c in single] == theirs["single"]
+    assert [entry_runtime.supports_cuda_capability(a, c) for a, c in many] == theirs["any"]
 
 
 def test_device_problem_names_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
 import pytest
 from huggingface_hub import HfApi
 
+from tests.helpers.kernels_releases import RELEASES, oracle_python
+from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import in_thread
 from tools.kernelwheel.errors import UntrustedPublisher
 from tools.kernelwheel.trust import TrustPolicy, check_publisher
@@ -74,10 +75,11 @@ def _ours(endpoint: str, repo_id: str, trust_remote_code: bool | list[str]) -> b
     return True
 
 
-def _kernels(endpoint: str) -> list[bool]:
+def _kernels(endpoint: str, release: str) -> list[bool]:
     script = (
         "import json, sys\n"
-        "from kernels.hf_hub import _check_trust_remote_code\n"
+        "from tests.helpers.kernels_oracle.internals import internal\n"
+        "_check_trust_remote_code = internal('hf_hub')._check_trust_remote_code\n"
         "out = []\n"
         "for repo_id, trust in json.loads(sys.argv[1]):\n"
         "    try:\n"
@@ -87,20 +89,21 @@ def _kernels(endpoint: str) -> list[bool]:
         "        out.append(False)\n"
         "print(json.dumps(out))\n"
     )
-    env = {**os.environ, "HF_ENDPOINT": endpoint}
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "PYTHONPATH": str(REPO_ROOT)}
     # kernels 0.17.2 builds an invalid User-Agent (a trailing "; ") when telemetry is off, and then refuses every
     # repository as "could not verify": leave telemetry as the user's environment has it, minus that switch.
     for name in ("HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, "-c", script, json.dumps(CASES)], capture_output=True, text=True,
+    done = subprocess.run([str(oracle_python(release)), "-c", script, json.dumps(CASES)], capture_output=True, text=True,
                           env=env, check=True, timeout=120)
     decisions: list[bool] = json.loads(done.stdout.splitlines()[-1])
     return decisions
 
 
-def test_same_decisions_as_kernels(endpoint: str) -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_same_decisions_as_kernels(endpoint: str, release: str) -> None:
     ours = [_ours(endpoint, repo_id, trust) for repo_id, trust in CASES]
-    assert ours == _kernels(endpoint)
+    assert ours == _kernels(endpoint, release)
     assert ours == [True, False, False, False, True, True, False]  # and they are the ones the docs describe
 
 

@@ -33,6 +33,7 @@ from packaging.version import InvalidVersion, Version
 from rich.markup import escape
 
 from tools.build.manifest import BuildManifest
+from tools.build.toolkit import backend_tag, nvcc_version
 from tools.kernelwheel.atomic import check_writable_directory, replace_tree
 from tools.kernelwheel.console import make_console, print_step
 from tools.kernelwheel.errors import BuildFailed
@@ -76,10 +77,8 @@ class TorchEnv:
 
     @property
     def backend(self) -> Backend:
-        if self.cuda is None:
-            return Backend("cpu")
-        major, minor = self.cuda.split(".")[:2]
-        return Backend("cuda", Version(f"{major}.{minor}"))
+        """Named after the compiler, as the wheel is (tools.build.toolkit: one rule for every tool)."""
+        return Backend.parse(backend_tag(nvcc_version() if self.cuda is not None else None, self.cuda))
 
 
 @dataclass(frozen=True)

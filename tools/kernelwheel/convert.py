@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tools.kernelwheel import elf, wheelfile
+from tools.kernelwheel.build_ids import BuildIdentity, BuildIds, identity_of
 from tools.kernelwheel.console import activity, print_warning
 from tools.kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
 from tools.kernelwheel.entry_runtime import SKIP_ARCH_CHECK
@@ -50,14 +51,16 @@ from tools.kernelwheel.format.kernel_depends import (
     kernels_requirement,
     parse_kernel_info,
 )
+from tools.kernelwheel.format.metadata import build_layout
 from tools.kernelwheel.format.python_depends import depends_requirements, read_depends
 from tools.kernelwheel.format.signatures import SignatureOptions, check_variant
 from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.layout import collect_files, find_package, read_metadata
-from tools.kernelwheel.naming import WheelName, framework_requirement_for, parse_version, wheel_name_for
+from tools.kernelwheel.layout import collect_files, find_package, metadata_file, read_metadata
+from tools.kernelwheel.naming import WheelName, framework_requirements, parse_version, wheel_name_for
 from tools.kernelwheel.noarch import backend_of, plan_noarch
 from tools.kernelwheel.selection import VariantFilter, select_variants
 from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel_if_changed
+from tools.kernelwheel.zip_layout import unpack_variant
 
 
 class Arrivals(Protocol):
@@ -149,9 +152,10 @@ class Report:
 
 
 def _requirements(variant: Variant, metadata: Mapping[str, Any], where: str, options: Options) -> list[Requirement]:
-    """The framework (torch / tvm-ffi) first, then ``python-depends`` mapped for the variant's backend."""
+    """The framework (torch / tvm-ffi / mlx; none for an SDK) first, then ``python-depends`` mapped for the variant's
+    backend."""
     names = read_depends(metadata.get("python-depends"), where)
-    return [framework_requirement_for(variant),
+    return [*framework_requirements(variant),
             *depends_requirements(names, variant.depends_backend, where, allow_unknown=options.allow_unknown_deps)]
 
 
@@ -244,23 +248,30 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
         lockfile.verify_variant(variant_dir, lock, label=f"{source.label} {where}")
     signed = check_variant(variant_dir, files, where, options.signatures, source.trusted_roots)  # before parsing
     metadata = read_metadata(files, where)
-    verify_digest(files, metadata, where)
+    verify_digest(files, metadata, where)  # the variant as published: a zip layout's archive, before it is unpacked
+    zipped = build_layout(metadata, where) == "zip"
+    sources: Mapping[str, wheelfile.Source] = unpack_variant(files, metadata, where).files if zipped else files
     kernel = options.dist_name or str(metadata.get("name") or source.kernel_name)
-    package, prefix = find_package(files, metadata, kernel, where)
+    package, prefix = find_package(sources, metadata, kernel, where)
     if prefix and not options.dist_name and "name" not in metadata:
         kernel = package.replace("_", "-")  # nested layout: the package is named after the kernel
 
     info = parse_kernel_info(files["metadata.json"].read_bytes(), where) if metadata.get("kernel-depends") else None
     dependencies = info.dependencies if info is not None else ()
+    if dependencies and (prefix or zipped):  # the entry hands the installed build folder to get_local_kernel
+        raise InvalidVariant(f"{where}: kernel-depends is converted for the flat build layout only (metadata.json "
+                             f"beside __init__.py); this variant uses the {'zip' if zipped else 'nested'} layout")
     archs = checked_archs(metadata, variant.depends_backend) if variant.arch is not None else ()
     # A build with dependencies, or GPU archs to check, installs under its unique id behind an entry package named
     # after the kernel that does what kernels does before importing it (entry_runtime); any other build is the
     # package itself.
     build_id = info.build_id if info is not None else usable_build_id(metadata, package)
     build_package = build_id if build_id is not None and (dependencies or archs) else package
-    payload = {f"{build_package}/{rel[len(prefix):]}": p for rel, p in files.items() if rel.startswith(prefix)}
+    payload = {f"{build_package}/{rel[len(prefix):]}": p for rel, p in sources.items() if rel.startswith(prefix)}
     elfs = []
     for arcname, path in sorted(payload.items()):
+        if isinstance(path, bytes):  # unpacked from a zip layout's archive, which holds no ELF (zip_layout)
+            continue
         if elf.looks_like_shared_object(arcname) or elf.has_elf_magic(path):  # by content: any name may hide one
             real = Path(os.path.realpath(path))
             elfs.append(elf.read_elf(real, display=f"{where}/{arcname[len(package)+1:]}", sha256=file_digest(real)))
@@ -271,7 +282,7 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
         if wrong:
             raise InvalidVariant(f"{where}: {wrong[0].path} is built for {wrong[0].cpu}, not {variant.arch.cpu}")
 
-    tags = elf.python_tags(elfs)
+    tags = elf.python_tags(elfs, variant.python)
     platform = elf.platform_tag(elfs, variant.arch.cpu) if elfs and variant.arch else "any"
     name = wheel_name_for(
         variant,
@@ -286,8 +297,9 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
     packages: dict[str, str] = {}
     if dependencies and info is not None:
         needed, packages = dependency_requirements(variant, info, source.dependencies, where)
-        requires += [*needed, kernels_requirement(info.kernels_minver, has_dependencies=True)]
-    elif imports_kernels([p.read_bytes() for arc, p in payload.items() if arc.endswith(".py")]):
+        requires += [*needed, kernels_requirement(info.kernels_minver, has_dependencies=True,
+                                                       where=f"{where}/metadata.json")]
+    elif imports_kernels([_contents(p) for arc, p in payload.items() if arc.endswith(".py")]):
         minver = metadata.get("kernels-minver")
         requires.append(kernels_requirement(minver if isinstance(minver, str) else None, has_dependencies=False))
     raw = build_metadata(
@@ -300,11 +312,17 @@ def build_variant(variant: Variant, variant_dir: Path, source: Source, options: 
     if isinstance(metadata.get("license"), str):
         raw["license"] = metadata["license"]
     contents: dict[str, wheelfile.Source] = dict(payload)  # streamed from disk when the wheel is written
-    contents.update(signed.wheel_files(build_package, payload))  # metadata.json + its bundle beside the build
+    if not zipped:  # a zip layout's bundle signs a metadata.json that is not installed (zip_layout.unpack_variant)
+        on_disk = {arc: p for arc, p in payload.items() if isinstance(p, Path)}
+        contents.update(signed.wheel_files(build_package, on_disk))  # metadata.json + its bundle beside the build
     if build_package != package:
         entry = Entry(build_package, kernel, str(variant), variant.depends_backend, archs, packages)
         contents[f"{package}/__init__.py"] = entry_source(entry)
     return WheelContents(name=name, metadata=raw, files=contents, root_is_purelib=not elfs)
+
+
+def _contents(source: wheelfile.Source) -> bytes:
+    return source if isinstance(source, bytes) else source.read_bytes()
 
 
 class _Stopped(Exception):
@@ -357,7 +375,7 @@ def _convert(source: Source, options: Options, console: Console) -> Report:
     accepted = [v for v in selection.accepted if v not in noarch.same_as]
     stop = threading.Event()
 
-    def check(variant: Variant) -> WheelContents[wheelfile.Source]:
+    def check(variant: Variant) -> tuple[WheelContents[wheelfile.Source], BuildIdentity | None]:
         if arrivals is not None:
             arrivals.wait(str(variant))
         if stop.is_set():
@@ -365,7 +383,9 @@ def _convert(source: Source, options: Options, console: Console) -> Report:
         variant_dir = source.build_dir / str(variant)
         if variant_dir.is_symlink():
             raise InvalidVariant(f"build/{variant}: the variant directory itself is a symlink")
-        return build_variant(variant, variant_dir, source, options, per_backend=variant in noarch.per_backend)
+        contents = build_variant(variant, variant_dir, source, options, per_backend=variant in noarch.per_backend)
+        where = f"build/{variant}"
+        return contents, identity_of(read_metadata(metadata_file(variant_dir, where, source.trusted_roots), where))
 
     def on_bytes(n: int) -> None:
         if stop.is_set():
@@ -396,16 +416,21 @@ def _convert(source: Source, options: Options, console: Console) -> Report:
             #    variant's claim on its wheel's filename is settled once every variant before it is checked: two
             #    variants giving one wheel, the first one in order keeps it.
             claimed: dict[str, str] = {}
+            build_ids = BuildIds()  # kernels' rule for two builds with one metadata.json id (build_ids)
             writes: list[tuple[str, WheelContents[wheelfile.Source], Future[wheelfile.WrittenWheel]]] = []
             bytes_total = 0
             for variant, future in [(v, checkers.submit(check, v)) for v in accepted]:
                 try:
-                    contents = future.result()
+                    contents, identity = future.result()
                 except (ToolError, OSError) as exc:  # OSError: a file that cannot be read (EACCES, EIO, ...)
                     report.skipped.append((str(variant), _failure(f"build/{variant}", exc)))
                     continue
                 finally:
                     checking.advance(files=1)
+                same_id = build_ids.claim(str(variant), identity)
+                if same_id is not None:
+                    report.skipped.append((str(variant), FailureReason(same_id)))
+                    continue
                 filename = contents.name.filename
                 if filename in claimed:
                     report.skipped.append((str(variant), FailureReason(f"build/{variant}: gives the same wheel as "

@@ -17,10 +17,10 @@ from rich.console import Console
 from tools.kernelwheel.console import print_step
 from tools.kernelwheel.convert import Options, Report, Source, cancelled_on_error, convert
 from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.format.dependency import Dependency
 from tools.kernelwheel.format.kernel_depends import (
     ConvertedKernel,
     ConvertedWheel,
-    Dependency,
     parse_kernel_info,
     top_level_package,
 )

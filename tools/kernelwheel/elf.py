@@ -7,8 +7,9 @@ This is where hub2wheel's manylinux tag is decided, never assumed:
   needed: each manylinux image ships a fixed libstdc++ (manylinux_2_28 allows up to GLIBCXX_3.4.24, GCC 8's). The
   policies and the symbol-version reader are auditwheel's public API (``WheelPolicies.versioned_symbols_policy``,
   ``elf_find_versioned_symbols``). GLIBC itself is taken exactly, because PEP 600 defines a tag for every glibc
-  minor while auditwheel only has policies for some (2.25 would become 2_26). A libstdc++ version newer than every
-  policy falls back to the ``GLIBC`` floor alone.
+  minor while auditwheel only has policies for some (2.25 would become 2_26). A libstdc++/libgcc version that no
+  manylinux policy allows (newer than every image's, or made up) refuses the variant, naming the version: no tag
+  promises a system that has it.
 * python/abi: ``*.abi3.so`` → ``cp39-abi3``; ``*.cpython-3XY-*.so`` → ``cp3XY-cp3XY``. A shared library without a
   ``PyInit_*`` export (loaded through ``torch.ops.load_library``) does not constrain the Python version.
 
@@ -33,6 +34,7 @@ from typing import IO, TYPE_CHECKING, cast
 
 from tools.kernelwheel import json_cache
 from tools.kernelwheel.errors import InvalidVariant
+from tools.kernelwheel.format.variants import ABI3T_MIN_PYTHON, Python
 from tools.kernelwheel.naming import manylinux_tag
 
 if TYPE_CHECKING:  # auditwheel and pyelftools are imported where a file is parsed (~0.2 s of every start otherwise)
@@ -92,7 +94,7 @@ class ElfInfo:
 # module's rules and the auditwheel / pyelftools versions doing the parsing). A verdict is a function of those bytes
 # and that checker only, so a file with a known hash is not parsed again; only files that parsed are kept (a
 # refusal is always found by parsing). ``platform_tag`` answers are kept the same way, keyed by their inputs.
-_CHECKER_RULES = 1  # raise whenever _parse or platform_tag decides differently
+_CHECKER_RULES = 2  # raise whenever _parse or platform_tag decides differently
 _VERDICTS: dict[str, tuple[str, frozenset[tuple[str, str]], bool]] = {}
 _PLATFORMS: dict[str, str] = {}
 _VERDICTS_LOCK = threading.Lock()
@@ -176,6 +178,8 @@ def read_elf(path: Path, display: str | None = None, *, sha256: bytes | None = N
         cpython = _CPYTHON_SUFFIX.search(name)
         if name.endswith(".abi3.so"):
             python_abi = "abi3"
+        elif name.endswith(".abi3t.so"):  # PEP 803: the free-threaded stable ABI (3.15+)
+            python_abi = "abi3t"
         elif cpython:
             python_abi = f"cp3{cpython[1]}"
         else:
@@ -240,6 +244,35 @@ def _glibc_of_policy(name: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@cache
+def _allowed_versions(cpu: str) -> dict[str, frozenset[str]]:
+    """Per library (``GLIBCXX``, ``CXXABI``, ``GCC``...), every version some manylinux policy of ``cpu`` allows."""
+    allowed: dict[str, set[str]] = {}
+    for policy in _policies(cpu):
+        if policy.name.startswith("manylinux_"):
+            for lib, versions in policy.symbol_versions.items():
+                allowed.setdefault(lib, set()).update(versions)
+    return {lib: frozenset(versions) for lib, versions in allowed.items()}
+
+
+def _refuse_unknown_versions(libstdcxx: dict[str, set[str]], cpu: str) -> None:
+    """Refuse a file needing a libstdc++/libgcc symbol version (``GLIBCXX_3.4.99``) that no manylinux policy allows.
+
+    auditwheel answers such a set with its generic ``linux`` policy; taking the GLIBC floor then tagged the file
+    ``manylinux_2_17``, lower than the same file without that version (``2_24``): pip would install it on systems
+    whose libstdc++ cannot load it. No manylinux tag promises a system that has the version, so the variant is
+    refused instead, naming it and the newest version any policy allows."""
+    allowed = _allowed_versions(cpu)
+    for path, versions in sorted(libstdcxx.items()):
+        for symbol in sorted(versions):
+            lib, _, version = symbol.partition("_")
+            if lib in allowed and version not in allowed[lib]:
+                newest = max(allowed[lib], key=_version_key, default="none")
+                raise InvalidVariant(
+                    f"{path}: needs symbol version {symbol}, which no manylinux policy in auditwheel allows; expected "
+                    f"at most {lib}_{newest} (a libstdc++/libgcc that a manylinux image ships)")
+
+
 def platform_tag(infos: Iterable[ElfInfo], cpu: str) -> str:
     """``manylinux_2_YY_<cpu>`` for the oldest glibc (and libstdc++) that provides every needed version."""
     infos = list(infos)
@@ -251,11 +284,13 @@ def platform_tag(infos: Iterable[ElfInfo], cpu: str) -> str:
     known = _PLATFORMS.get(key)
     if known is not None:
         return known
+    _refuse_unknown_versions(libstdcxx, cpu)
     policy = _policies(cpu).versioned_symbols_policy(libstdcxx)
-    if not policy.name.startswith("manylinux_"):  # only the generic linux policy allows them: newer than all
-        tag = manylinux_tag(glibc_floor, cpu)
-    else:
-        tag = manylinux_tag(max(_glibc_of_policy(policy.name), glibc_floor), cpu)
+    if not policy.name.startswith("manylinux_"):  # each version is known, but no one policy allows them all
+        wanted = sorted({v for versions in libstdcxx.values() for v in versions})
+        raise InvalidVariant(f"no manylinux policy allows all of {', '.join(wanted)} together; expected the symbol "
+                             "versions of one manylinux image's libstdc++ and libgcc")
+    tag = manylinux_tag(max(_glibc_of_policy(policy.name), glibc_floor), cpu)
     with _VERDICTS_LOCK:
         _PLATFORMS[key] = tag
     return tag
@@ -268,15 +303,29 @@ class PythonTags:
     requires_python: str | None
 
 
-def python_tags(infos: Iterable[ElfInfo]) -> PythonTags:
-    """``cp39-abi3`` when every extension is abi3, ``cpXY-cpXY`` for version-specific ones, ``py3-none`` if none."""
+def python_tags(infos: Iterable[ElfInfo], declared: Python | None = None) -> PythonTags:
+    """``cp39-abi3`` when every extension is abi3, ``cpXY-cpXY`` for version-specific ones, ``py3-none`` if none.
+
+    ``declared``: the ``cpython-X.Y-abi3|abi3t`` a kernels 0.19 variant name spells. kernels refuses the build below
+    Python X.Y, so its stable-ABI extensions are tagged ``cpXY-<abi>`` and the wheel requires ``>=X.Y``."""
     abis = {i.python_abi for i in infos if i.is_extension}
-    specific = sorted(a for a in abis if a and a != "abi3")
+    if declared is not None and abis <= {"abi3", "abi3t"}:
+        return _declared_tags(declared, bool(abis))
+    specific = sorted(a for a in abis if a and a not in ("abi3", "abi3t"))
     if len(specific) > 1:
         raise InvalidVariant(f"extensions for several Python versions in one variant: {', '.join(specific)}")
     if specific:
         tag = specific[0]
         return PythonTags(tag, tag, f"=={tag[2]}.{tag[3:]}.*")
+    if "abi3t" in abis:
+        return _declared_tags(Python(ABI3T_MIN_PYTHON, "abi3t"), True)
     if abis:
         return PythonTags(ABI3_PYTHON, "abi3", f">={ABI3_PYTHON[2]}.{ABI3_PYTHON[3:]}")
     return PythonTags("py3", "none", None)
+
+
+def _declared_tags(declared: Python, compiled: bool) -> PythonTags:
+    floor = f">={declared.version.major}.{declared.version.minor}"
+    if not compiled:  # no extension module: any Python 3 imports it, kernels still wants X.Y
+        return PythonTags("py3", "none", floor)
+    return PythonTags(declared.tag, declared.abi, floor)

@@ -1,15 +1,20 @@
 """What a hub2wheel wheel runs when its kernel is imported, for builds that need something done first.
 
 kernels does two things before it imports a build that a plain ``import`` of the build's files cannot: it checks
-``backend.archs`` against the GPU (``kernels.archs``: a clear error instead of CUDA's "no kernel image" at the first
-call), and it imports a build that has ``kernel-depends`` inside ``kernels.deps.use_kernel_deps`` so that
-``kernels.get_kernel_dep`` answers. For such builds the wheel installs the build's files unchanged as the package
-named by the build's unique ``id`` (the module name kernels imports it under), and an entry package under the kernel's
-own name whose ``__init__.py`` is this file followed by one ``load(...)`` call (``tools.kernelwheel.entry``). The
-entry then stands for the build: ``import <kernel>`` and ``<kernel>.<submodule>`` are the build's own modules.
+``backend.archs`` against the GPU (a clear error instead of CUDA's "no kernel image" at the first call), and it
+imports a build that has ``kernel-depends`` so that ``kernels.get_kernel_dep`` answers while the build is imported.
+For such builds the wheel installs the build's files unchanged as the package named by the build's unique ``id``
+(the module name kernels imports it under), and an entry package under the kernel's own name whose ``__init__.py``
+is this file followed by one ``load(...)`` call (``tools.kernelwheel.entry``). The entry then stands for the build:
+``import <kernel>`` and ``<kernel>.<submodule>`` are the build's own modules.
+
+A build with dependencies is loaded by kernels itself, through names public in every supported release (0.17.2 and
+0.19.1): ``kernels.get_local_kernel(<installed build folder>)``, with the environment variable ``LOCAL_KERNELS``
+mapping each dependency's repo id to its installed folder while it runs (then restored). kernels imports the build
+under its ``id``, the installed package's own name, so ``import <id>`` and the entry are one module object.
 
 This file is copied into wheels, so it needs only the standard library (torch and kernels are imported when used).
-The CUDA rule is kernels 0.17.2's, checked against ``kernels.archs`` in tests/kernelwheel/test_entry.py.
+The CUDA rule is kernels 0.17.2's, checked against kernels' own in tests/kernelwheel/test_entry_runtime.py.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ import importlib.util
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from types import ModuleType
+from types import CodeType, ModuleType
 
 SKIP_ARCH_CHECK = "HUB2WHEEL_SKIP_ARCH_CHECK"
+LOCAL_KERNELS = "LOCAL_KERNELS"  # kernels' repo id → local folder overrides: org/a=/path/a:org/b=/path/b
 
 
 def cuda_arch_supports(arch: str, capability: tuple[int, int]) -> bool | None:
@@ -102,10 +108,66 @@ class _BuildSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         pass
 
+    def get_code(self, fullname: str) -> CodeType | None:
+        """The build module's code: runpy asks the loader for it, so ``python -m <entry>`` runs the build's own
+        ``__main__`` (as ``python -m <build>`` would), with ``__package__`` the entry, whose submodules are the
+        build's."""
+        target = self.build + fullname[len(self.entry):]
+        spec = importlib.util.find_spec(target)
+        if spec is None or not isinstance(spec.loader, importlib.abc.InspectLoader):
+            raise ImportError(f"{fullname} stands for {target}, which is not an installed module with code "
+                              f"(found {spec.loader if spec is not None else 'nothing'})", name=fullname)
+        return spec.loader.get_code(target)
+
+
+def dependency_folder(package: str) -> str:
+    """The installed folder of a dependency kernel's build: the package itself when it holds metadata.json, else
+    (an entry package) the folder of the build that importing it loads."""
+    spec = importlib.util.find_spec(package)
+    if spec is None:
+        raise ImportError(f"the kernel dependency package {package} is not installed")
+    for folder in spec.submodule_search_locations or ():
+        if os.path.isfile(os.path.join(folder, "metadata.json")):
+            return os.path.abspath(folder)
+    origin: object = getattr(importlib.import_module(package), "__file__", None)
+    if not isinstance(origin, str) or not os.path.isfile(os.path.join(os.path.dirname(origin), "metadata.json")):
+        raise ImportError(f"the kernel dependency package {package} has no metadata.json for kernels to load it")
+    return os.path.dirname(os.path.abspath(origin))
+
+
+def load_with_kernels(build_dir: str, dependencies: Mapping[str, str]) -> ModuleType:
+    """kernels' ``get_local_kernel`` on the installed build folder, each dependency mapped to its installed folder
+    by ``LOCAL_KERNELS`` (the user's own entries, placed after ours, win); the variable is restored afterwards."""
+    import inspect
+    from pathlib import Path
+
+    import kernels
+
+    folders = {repo: dependency_folder(package) for repo, package in sorted(dependencies.items())}
+    for repo, folder in folders.items():
+        if ":" in folder:
+            raise ImportError(f"{repo} is installed in {folder}, whose ':' {LOCAL_KERNELS} cannot hold")
+    ours = ":".join(f"{repo}={folder}" for repo, folder in folders.items())
+    previous = os.environ.get(LOCAL_KERNELS)
+    os.environ[LOCAL_KERNELS] = f"{ours}:{previous}" if previous else ours
+    try:
+        options: dict[str, bool] = {}
+        if "check_arch" in inspect.signature(kernels.get_local_kernel).parameters:
+            options["check_arch"] = False  # checked by device_problem, with the same rule
+        # The folder is the build itself, so no variant is chosen; "cpu" is the one backend every kernels release
+        # accepts on every machine (the system's own may be unknown to an older release).
+        module: ModuleType = kernels.get_local_kernel(Path(build_dir), backend="cpu", **options)
+    finally:
+        if previous is None:
+            os.environ.pop(LOCAL_KERNELS, None)
+        else:
+            os.environ[LOCAL_KERNELS] = previous
+    return module
+
 
 def load(entry: str, *, entry_file: str, build: str, kernel: str, variant: str, backend: str,
          archs: Sequence[str], dependencies: Mapping[str, str]) -> ModuleType:
-    """Refuse a folder two builds share, check the GPU, import the build (inside ``use_kernel_deps`` when it has
+    """Refuse a folder two builds share, check the GPU, import the build (through kernels when it has
     dependencies), and stand for it."""
     owners = sharing_distributions(entry_file, entry)
     if len(owners) > 1:
@@ -121,11 +183,10 @@ def load(entry: str, *, entry_file: str, build: str, kernel: str, variant: str, 
             f"{', '.join(archs)}; install the build for this GPU, or set {SKIP_ARCH_CHECK}=1 if the declared "
             "architectures are incomplete (the kernel may then fail at run time)"
         )
-    if dependencies:
-        from kernels.deps import use_kernel_deps
-
-        with use_kernel_deps({repo: importlib.import_module(name) for repo, name in dependencies.items()}):
-            module = importlib.import_module(build)
+    if dependencies and build not in sys.modules:
+        build_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(entry_file))), build)
+        module = load_with_kernels(build_dir, dependencies)
+        sys.modules[build] = module  # kernels registers it under its id, the package's name: kept consistent
     else:
         module = importlib.import_module(build)
     sys.meta_path.insert(0, _BuildSubmodules(entry, build))  # before the path finder, which would load a copy

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tools.kernelwheel.errors import InvalidVariant
+from tools.kernelwheel.errors import InvalidVariant, ToolError
+from tools.kernelwheel.format.metadata import build_layout
 from tools.kernelwheel.jsonload import loads_limited
 from tools.kernelwheel.limited_read import read_limited
 from tools.kernelwheel.naming import NAME_MAX
@@ -37,22 +38,27 @@ MAX_METADATA_DEPTH = 32
 MAX_FOLDER_DEPTH = 32
 
 
-def check_relpath(rel: str, where: str) -> str:
-    """Refuse absolute paths, ``..``, backslashes, and characters a RECORD cannot hold, in a file name."""
+def check_relpath(rel: str, where: str, *, inside: str = "the variant directory",
+                  error: type[ToolError] = InvalidVariant) -> str:
+    """Refuse absolute paths, ``..``, backslashes, and characters a RECORD cannot hold, in a file name.
+
+    One rule for every file name the tools take from outside: a variant's files (``inside`` the variant directory,
+    ``InvalidVariant``) and a wheel's members and RECORD entries (``inside`` the wheel, ``InvalidWheel``), so that
+    what hub2wheel would refuse to write, the index and upload refuse to serve."""
     if not rel or rel.startswith("/") or re.match(r"^[A-Za-z]:", rel):
-        raise InvalidVariant(f"{where}: absolute path {rel!r} is not allowed")
+        raise error(f"{where}: absolute path {rel!r} is not allowed")
     if "\\" in rel:
-        raise InvalidVariant(f"{where}: file name {rel!r} has a backslash")
+        raise error(f"{where}: file name {rel!r} has a backslash")
     for char in rel:
         kind = _UNRECORDABLE.get(unicodedata.category(char))
         if kind:
-            raise InvalidVariant(
+            raise error(
                 f"{where}: file name {rel!r} holds {kind} ({char!r}, U+{ord(char):04X}), which a wheel's RECORD "
                 "cannot hold"
             )
     parts = rel.split("/")  # not PurePosixPath(rel).parts, which drops "." segments before they can be seen
     if ".." in parts or "." in parts or "" in parts:
-        raise InvalidVariant(f"{where}: path {rel!r} leaves the variant directory (path traversal)")
+        raise error(f"{where}: path {rel!r} leaves {inside} (path traversal)")
     return rel
 
 
@@ -146,6 +152,7 @@ def _check_fields(data: Mapping[str, Any], where: str) -> None:
     for field in ("name", "id", "license", "kernels-minver", "upstream", "source"):
         if field in data:
             _expect(data[field], (str,), field, "a string", where)
+    build_layout(data, where)  # "files" or "zip" (kernels 0.19), refused otherwise
     if "version" in data:
         _expect(data["version"], (int, str), "version", "an integer or a version string", where)
     backend = data.get("backend")
@@ -187,7 +194,7 @@ def read_metadata(files: Mapping[str, Path], where: str) -> dict[str, Any]:
     return data
 
 
-def find_package(files: Mapping[str, Path], metadata: Mapping[str, Any], kernel: str, where: str) -> tuple[str, str]:
+def find_package(files: Mapping[str, object], metadata: Mapping[str, Any], kernel: str, where: str) -> tuple[str, str]:
     """``(import name, prefix inside the variant)``: flat → ``(name, "")``, nested → ``(pkg, "pkg/")``."""
     if "__init__.py" in files:
         name = str(metadata.get("name") or kernel).replace("-", "_")

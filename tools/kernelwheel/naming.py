@@ -7,7 +7,7 @@ a wheel name in exactly one function, ``wheel_name_for``; its torch requirement 
 Scheme (README, "Naming scheme"):
 
 * distribution: ``<kernel>-<backend>`` (``img2gray-cu130``, ``img2gray-rocm71``, ``img2gray-cpu``); a noarch
-  kernel keeps the bare kernel name.
+  kernel keeps the bare kernel name; an SDK is ``<kernel>-sdk[-<backend>]``, an MLX kernel ``<kernel>-mlx-<backend>``.
 * version: ``<kernel version>+torch<X.Y>`` for builds tied to one torch minor. The local label keeps the dot
   so that ``torch2.10`` sorts above ``torch2.9`` (PEP 440 compares dot-separated local segments as numbers).
   Stable-ABI builds carry no label.
@@ -34,7 +34,7 @@ from packaging.version import InvalidVersion, Version
 
 from tools.kernelwheel.atomic import TEMPORARY_NAME_OVERHEAD
 from tools.kernelwheel.errors import InvalidVariantName, InvalidWheelName
-from tools.kernelwheel.format.variants import Backend, Torch, TorchStableAbi, TvmFfi, Variant
+from tools.kernelwheel.format.variants import Backend, Noarch, Sdk, Torch, TorchStableAbi, TvmFfi, Variant
 
 # PEP 508 distribution names, ASCII only: packaging's own check (canonicalize_name(validate=True)) uses IGNORECASE
 # without re.ASCII, so it also takes the Kelvin sign, which no PEP 503 page or installer knows.
@@ -229,7 +229,28 @@ def framework_requirement_for(variant: Variant) -> Requirement:
         return torch_requirement(framework.version, stable_abi=True)
     if isinstance(framework, TvmFfi):
         return Requirement(f"{TVM_FFI_PACKAGE}=={framework.version.major}.{framework.version.minor}.*")
-    return Requirement("torch")
+    if isinstance(framework, Sdk):
+        raise InvalidVariantName(f"variant {variant}: an SDK has no framework to require")
+    return Requirement(framework.framework)  # noarch: torch, or mlx for mlx-<backend>
+
+
+def framework_requirements(variant: Variant) -> list[Requirement]:
+    """``framework_requirement_for`` as a list: empty for an SDK, which runs without any framework."""
+    return [] if isinstance(variant.framework, Sdk) else [framework_requirement_for(variant)]
+
+
+def _own_project(variant: Variant, kernel: str) -> str | None:
+    """The projects kept apart from the torch builds: ``<kernel>-sdk[-<backend>]`` for an SDK (``img2gray-sdk``,
+    ``img2gray-sdk-cuda``, ``img2gray-sdk-cu128``), ``<kernel>-mlx-<backend>`` for an MLX kernel; None otherwise."""
+    framework = variant.framework
+    if isinstance(framework, Sdk):
+        base = f"{validate_kernel_name(kernel)}-sdk"
+        if framework.backend is not None:
+            return distribution_name(f"{base}-{framework.backend}", None)
+        return distribution_name(base, variant.backend_tag)
+    if isinstance(framework, Noarch) and framework.framework == "mlx":
+        return distribution_name(f"{validate_kernel_name(kernel)}-mlx-{framework.backend}", None)
+    return None
 
 
 def wheel_name_for(
@@ -240,9 +261,14 @@ def wheel_name_for(
     ``img2gray-cu130 0.1.0+torch2.14``; a stable-ABI or noarch variant carries no torch label. A tvm-ffi variant is
     another project, ``<kernel>-tvm-ffi-<backend>`` (it needs no torch, and must never be chosen for a torch user),
     labelled ``+tvmffiX.Y`` as a torch build is labelled ``+torchX.Y``. ``noarch_backend`` names a noarch build's
-    project ``<kernel>-<backend>`` (when a kernel's noarch builds differ per backend, see ``noarch``)."""
+    project ``<kernel>-<backend>`` (when a kernel's noarch builds differ per backend, see ``noarch``). SDK and MLX
+    variants are projects of their own (``_own_project``). A name in kernels 0.19's grammar gives its legacy twin's
+    project and version: only its ``cpython-X.Y`` changes the wheel, through the tags it is given."""
     framework = variant.framework
-    if noarch_backend is not None:  # one of several noarch builds that differ: a project per backend
+    own = _own_project(variant, kernel)
+    if own is not None:
+        distribution, version = own, kernel_version(base_version, None)
+    elif noarch_backend is not None:  # one of several noarch builds that differ: a project per backend
         distribution = f"{validate_kernel_name(kernel)}-{noarch_backend}"
         version = kernel_version(base_version, None)
     elif isinstance(framework, TvmFfi):

@@ -6,6 +6,9 @@ one), so noarch folders whose files or dependencies differ are different builds 
 ``<kernel>-<backend>`` (``img2gray-cuda``, ``img2gray-cpu``). Folders that hold the same files (``metadata.json``
 aside: it names its backend) and declare the same ``python-depends`` and ``kernel-depends`` stay one ``<kernel>``
 wheel, built from the preferred folder; the others are reported as the same wheel.
+
+Only torch noarch folders take part: ``mlx-<backend>`` and SDK folders are projects of their own (``naming``).
+``torch-cann`` (kernels 0.19 on Ascend) and ``torch-npu`` (0.17) are both kept, as any two backends are.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from tools.kernelwheel.format.variants import Noarch, Variant
 from tools.kernelwheel.layout import collect_files, read_metadata
 
 # Which folder the single noarch wheel is built from when all are the same build.
-PREFERENCE = ("cuda", "rocm", "xpu", "cpu", "metal", "npu", "neuron", "tpu", "universal")
+PREFERENCE = ("cuda", "rocm", "xpu", "cpu", "metal", "cann", "npu", "neuron", "tpu", "universal")
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,11 @@ class NoarchPlan:
 def backend_of(variant: Variant) -> str:
     framework = variant.framework
     return framework.backend if isinstance(framework, Noarch) else "universal"
+
+
+def is_torch_noarch(variant: Variant) -> bool:
+    framework = variant.framework
+    return isinstance(framework, Noarch) and framework.framework == "torch"
 
 
 def _rank(variant: Variant) -> int:
@@ -56,7 +64,7 @@ def _fingerprint(variant_dir: Path, where: str, trusted_roots: Sequence[Path]) -
 
 
 def plan_noarch(build_dir: Path, variants: Sequence[Variant], trusted_roots: Sequence[Path] = ()) -> NoarchPlan:
-    noarch = sorted((v for v in variants if v.arch is None), key=lambda v: (_rank(v), str(v)))
+    noarch = sorted((v for v in variants if is_torch_noarch(v)), key=lambda v: (_rank(v), str(v)))
     if len(noarch) < 2:
         return NoarchPlan()
     prints = {v: _fingerprint(build_dir / str(v), f"build/{v}", trusted_roots) for v in noarch}

@@ -75,7 +75,7 @@ def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter(
         else:
             candidates.append(variant)
 
-    # cxx11/cxx98 twins map to one wheel name.
+    # cxx11/cxx98 twins, and a build named in both grammars, map to one wheel name.
     by_key: dict[tuple[object, ...], list[Variant]] = {}
     noarch: list[Variant] = []
     for v in candidates:
@@ -83,26 +83,32 @@ def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter(
             noarch.append(v)
             continue
         fw = v.framework
-        key = (type(fw), v.torch, v.arch)
+        key = (type(fw), v.torch, v.arch, v.python_floor)
         by_key.setdefault(key, []).append(v)
     for group in by_key.values():
-        if len(group) == 1:
-            selection.accepted.append(group[0])
-            continue
-        torch = group[0].torch
-        assert torch is not None
-        want = _preferred_cxx_abi(torch)
-        keep = next((v for v in group if isinstance(v.framework, Torch) and v.framework.cxx_abi == want), group[0])
+        keep = min(group, key=_twin_rank)
         selection.accepted.append(keep)
-        for v in group:
-            if v is not keep:
-                selection.rejected.append(
-                    VariantRejected(str(v), f"same wheel as {keep} (PyPI torch {torch} uses the {want} C++ ABI)")
-                )
+        selection.rejected.extend(VariantRejected(str(v), _same_wheel(v, keep)) for v in group if v is not keep)
     selection.accepted.extend(noarch)  # same build or one per backend: decided on their files (``noarch``)
     selection.accepted.sort(key=str)
     selection.rejected.sort(key=lambda r: r.name)
     return selection
+
+
+def _twin_rank(variant: Variant) -> tuple[bool, bool, str]:
+    """Of names that give one wheel: PyPI torch's C++ ABI first, then the legacy grammar (every supported kernels
+    release reads it; 0.17 refuses the new one), then by name."""
+    torch, framework = variant.torch, variant.framework
+    cxx_ok = torch is None or not isinstance(framework, Torch) or framework.cxx_abi == _preferred_cxx_abi(torch)
+    return not cxx_ok, not variant.legacy, str(variant)
+
+
+def _same_wheel(variant: Variant, keep: Variant) -> str:
+    if variant.framework == keep.framework:
+        return f"same wheel as {keep} (the same build in the other variant grammar; the legacy name is kept)"
+    torch = keep.torch
+    assert torch is not None  # frameworks differ only in the C++ ABI tag of a torch build
+    return f"same wheel as {keep} (PyPI torch {torch} uses the {_preferred_cxx_abi(torch)} C++ ABI)"
 
 
 def _unsupported(variant: Variant, target: VariantFilter) -> str | None:
@@ -114,7 +120,7 @@ def _unsupported(variant: Variant, target: VariantFilter) -> str | None:
             f"OS {arch.os!r} is not produced by this run (only {', '.join(sorted(target.oses))}: platform tags "
             "are computed from ELF binaries)"
         )
-    if arch.backend.kind == "metal":
+    if arch.backend is not None and arch.backend.kind == "metal":
         return "the metal backend needs macOS; this run produces Linux wheels only"
     if arch.cpu not in target.cpus:
         return f"CPU {arch.cpu!r} is not produced by this run (only {', '.join(sorted(target.cpus))})"

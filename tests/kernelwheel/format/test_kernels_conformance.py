@@ -1,4 +1,5 @@
-"""Our decisions next to kernels 0.17.2's own, on the same fixtures: digests, metadata, locks, variant names."""
+"""Our decisions next to each supported kernels release's own (asked in its oracle venv), on the same fixtures:
+digests, metadata, locks, variant names."""
 
 from __future__ import annotations
 
@@ -6,19 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from kernels._rust import (
-    Digest,
-    DigestAlgorithm,
-    DigestValidationError,
-    KernelDependency,
-    KernelLock,
-    KernelLocks,
-    KernelVersion,
-    Metadata,
-)
-from kernels.variants import parse_variant
 
 from tests.helpers import kernel_repos
+from tests.helpers.kernels_releases import RELEASES, ask
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile, InvalidVariantName
 from tools.kernelwheel.format.digests import digest_violations, verify_digest
 from tools.kernelwheel.format.lockfile import parse_lockfile
@@ -33,16 +24,12 @@ def variant_dir(tmp_path: Path, so_cache: Path) -> Path:
     return kernel_repos.flat_variant(tmp_path / "build", VARIANT, so_cache)
 
 
-def _kernels_violations(folder: Path) -> list[str]:
+def _kernels_violations(folder: Path, release: str) -> list[str]:
     """kernels' verdict: the metadata's digest (parsed by kernels) validated against kernels' hash of the folder."""
-    metadata = Metadata.read_from_file(folder / "metadata.json")
-    assert metadata.digest is not None
-    actual = Digest.hash_variant(metadata.digest.algorithm, folder)
-    try:
-        metadata.digest.validate(actual)
-    except DigestValidationError as exc:
-        return sorted(str(v) for v in exc.violations)
-    return []
+    answer = ask(release, "format_data", "digest_verdict", {"variant": str(folder)})
+    assert answer.get("verdict") in ("Success", "DigestVerificationFailure"), answer
+    messages: list[str] = answer["messages"]
+    return messages
 
 
 def _our_violations(folder: Path) -> list[str]:
@@ -52,15 +39,16 @@ def _our_violations(folder: Path) -> list[str]:
     return violations
 
 
+@pytest.mark.parametrize("release", RELEASES)
 @pytest.mark.parametrize("tamper", ["none", "edit", "add", "remove", "edit-and-add"])
-def test_digest_verdicts_match_kernels(variant_dir: Path, tamper: str) -> None:
+def test_digest_verdicts_match_kernels(variant_dir: Path, tamper: str, release: str) -> None:
     if "edit" in tamper:
         (variant_dir / "__init__.py").write_text("# edited\n")
     if "add" in tamper:
         (variant_dir / "extra.py").write_text("x = 1\n")
     if tamper == "remove":
         (variant_dir / "_ops.py").unlink()
-    ours, theirs = _our_violations(variant_dir), _kernels_violations(variant_dir)
+    ours, theirs = _our_violations(variant_dir), _kernels_violations(variant_dir, release)
     # Same number of violations, each about the same file (kernels words them its own way).
     assert len(ours) == len(theirs)
     for path in ("__init__.py", "extra.py", "_ops.py"):
@@ -81,25 +69,22 @@ def test_every_violation_is_reported_in_one_error(variant_dir: Path) -> None:
     assert "\n" not in message
 
 
-def test_fixture_metadata_is_what_kernels_reads(variant_dir: Path) -> None:
-    metadata = Metadata.read_from_file(variant_dir / "metadata.json")
+@pytest.mark.parametrize("release", RELEASES)
+def test_fixture_metadata_is_what_kernels_reads(variant_dir: Path, release: str) -> None:
+    theirs = ask(release, "format_data", "metadata_summary", {"variant": str(variant_dir)})
     ours = json.loads((variant_dir / "metadata.json").read_text())
-    assert (str(metadata.name), metadata.id, metadata.version) == (ours["name"], ours["id"], ours["version"])
-    assert metadata.digest is not None and metadata.digest.files == ours["digest"]["files"]
-    assert metadata.digest.algorithm == DigestAlgorithm.SHA256
+    assert (theirs["name"], theirs["id"], theirs["version"]) == (ours["name"], ours["id"], ours["version"])
+    assert theirs["digest_files"] == ours["digest"]["files"] and "sha256" in theirs["digest_algorithm"]
 
 
-def test_a_lock_written_by_kernels_is_read_as_kernels_reads_it() -> None:
-    commit_a, commit_b = "a" * 40, "b" * 40
-    locks = KernelLocks({
-        KernelDependency("org/relu", KernelVersion.Version(1)): KernelLock(commit_a),
-        KernelDependency("org/gelu", KernelVersion.Revision("main")): KernelLock(commit_b),
-    })
-    text = locks.to_json()
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_lock_written_by_kernels_is_read_as_kernels_reads_it(release: str) -> None:
+    text = ask(release, "format_data", "write_lock", [["org/relu", 1, None, "a" * 40], ["org/gelu", None, "main",
+                                                                                      "B" * 40]])
     parsed = parse_lockfile(text)
     assert sorted((lock.repo_id, lock.sha, lock.variants) for lock in parsed) == sorted(
-        (dependency.repo_id, lock.commit, None) for dependency, lock in KernelLocks.from_json(text).items()
-    )
+        (repo_id, commit, None) for repo_id, _, _, commit in ask(release, "format_data", "parse_lock", text))
+    assert all(type(lock.sha) is str for lock in parsed)
 
 
 def test_old_format_lock_is_still_read_and_kernels_refuses_it() -> None:
@@ -107,13 +92,13 @@ def test_old_format_lock_is_still_read_and_kernels_refuses_it() -> None:
                        "variants": {VARIANT: {"hash": "sha256-" + "0" * 64, "hash_type": "git_lfs_concat"}}}])
     (lock,) = parse_lockfile(old)
     assert lock.variants is not None and set(lock.variants) == {VARIANT}
-    with pytest.raises(ValueError, match="unknown field"):
-        KernelLocks.from_json(old)
+    for release in RELEASES:
+        assert "unknown field" in ask(release, "format_data", "parse_lock", old)["error"]
 
 
 def test_a_broken_new_format_entry_says_what_kernels_refused() -> None:
     broken = json.dumps([{"dependency": {"repo-id": "org/relu", "version": 1}, "lock": {"commit": "xyz"}}])
-    with pytest.raises(InvalidLockfile, match="entry 0: not a kernels lock entry"):
+    with pytest.raises(InvalidLockfile, match=r"entry 0 \(org/relu\): lock.commit 'xyz' is not a git commit id"):
         parse_lockfile(broken)
 
 
@@ -123,10 +108,7 @@ def test_a_broken_new_format_entry_says_what_kernels_refused() -> None:
     "torch212-cxx11-xpu20252-x86_64-linux", "torch210-metal-aarch64-darwin",
 ])
 def test_variant_names_parse_to_the_same_string_as_kernels(name: str) -> None:
-    try:
-        theirs = parse_variant(name).variant_str
-    except ValueError:
-        theirs = None
+    (theirs,) = ask("0.17.2", "format_data", "variant_strs", [name])  # the legacy grammar, as 0.17.2 reads it
     try:
         ours: str | None = str(Variant.parse(name))
     except InvalidVariantName:

@@ -1,52 +1,25 @@
-"""python_depends: logical python-depends → pip requirements, decided as kernels 0.17.2 decides them."""
+"""python_depends: logical python-depends → pip requirements, decided as each supported kernels release decides
+them (asked in the release's oracle venv)."""
 
 from __future__ import annotations
 
 import pytest
-from kernels import backends as kernels_backends
-from kernels.python_deps import validate_dependencies
 from packaging.requirements import Requirement
 
+from tests.helpers.kernels_releases import RELEASES, ask
 from tools.kernelwheel.errors import InvalidVariant
 from tools.kernelwheel.format.python_depends import depends_requirements, known_names, map_depends, read_depends
 
-# One kernels backend object per backend name (kernels keys its table by Backend.name).
-KERNELS_BACKENDS = {
-    "cpu": kernels_backends.CPU(),
-    "metal": kernels_backends.Metal(),
-    "neuron": kernels_backends.Neuron(),
-}
-
 NAMES = ["einops", "helion", "tvm-ffi", "nvidia-cutlass-dsl", "onednn", "nki", "kepler-22b", "numpy>=2", "torch"]
+BACKENDS = ["cpu", "cuda", "rocm", "xpu", "metal", "neuron"]
 
 
-def _kernels_accepts(name: str, backend: str) -> bool:
-    """kernels' own decision: validate_dependencies raises ValueError for a name it does not know for the backend
-    (and ImportError when it knows it but it is not installed here, which is still a known name)."""
-    try:
-        validate_dependencies("fixture", [name], _kernels_backend(backend))
-    except ValueError as exc:
-        assert "unsupported kernel dependency" in str(exc)
-        return False
-    except ImportError:
-        return True
-    return True
-
-
-def _kernels_backend(name: str) -> kernels_backends.Backend:
-    if name in KERNELS_BACKENDS:
-        return KERNELS_BACKENDS[name]
-    # CUDA/ROCm/XPU objects need a version; only .name is read by validate_dependencies.
-    kind = {"cuda": kernels_backends.CUDA, "rocm": kernels_backends.ROCm, "xpu": kernels_backends.XPU}[name]
-    backend = object.__new__(kind)
-    return backend
-
-
-@pytest.mark.parametrize("backend", ["cpu", "cuda", "rocm", "xpu", "metal", "neuron"])
-@pytest.mark.parametrize("name", NAMES)
-def test_known_and_unknown_names_match_kernels(name: str, backend: str) -> None:
-    mapped = map_depends([name], backend)
-    assert (name not in mapped.unknown) == _kernels_accepts(name, backend), (name, backend)
+@pytest.mark.parametrize("release", RELEASES)
+def test_known_and_unknown_names_match_kernels(release: str) -> None:
+    cases = [[name, backend] for backend in BACKENDS for name in NAMES]
+    theirs = ask(release, "format_data", "python_depends_accepts", cases)
+    ours = [name not in map_depends([name], backend).unknown for name, backend in cases]
+    assert list(zip(cases, ours)) == list(zip(cases, theirs))
 
 
 def test_logical_names_become_pip_projects() -> None:

@@ -61,6 +61,13 @@ def test_families() -> None:
         ("torch28-cxx11-cu128-linux", "3 parts"),
         ("torch-quantum", "unknown noarch backend 'quantum'"),
         ("torch28-cxx11-cu0128-x86_64-linux", "canonical"),
+        ("torch-2.14-cuda-13.0-cpython-3.12-abi3t-x86_64-linux", "abi3t needs Python 3.15 or later, not 3.12"),
+        ("torch-2.14-cuda-13.0-x86_64-linux", "needs cpython-<X.Y>-abi3"),
+        ("torch-2.14-cu130-cpython-3.9-abi3-x86_64-linux", "unknown backend 'cu130': expected cuda-X.Y"),
+        ("torch-2.14-cuda-13.00-cpython-3.9-abi3-x86_64-linux", "canonical"),
+        ("torch-2.14-cuda-13.0-cpython-3.9-abi4-x86_64-linux", "neither 'abi3' nor 'abi3t'"),
+        ("sdk-cuda-12.8", "expected sdk, sdk-<backend>"),
+        ("torch214-npu-x86_64-linux", "unknown backend 'npu'"),
     ],
 )
 def test_rejections_are_precise(name: str, reason: str) -> None:
@@ -87,6 +94,15 @@ def test_non_ascii_or_unprintable_names_are_refused_in_one_line(name: str) -> No
     message = str(info.value)
     assert "variant names are ASCII" in message and "\n" not in message
     message.encode("utf-8")  # printable: no lone surrogate reaches the console
+
+
+def test_the_0_19_grammar_reads_as_its_legacy_twin() -> None:
+    new = Variant.parse("torch-2.14-cxx11-cuda-13.0-cpython-3.9-abi3-x86_64-linux")
+    legacy = Variant.parse("torch214-cxx11-cu130-x86_64-linux")
+    assert (new.framework, new.arch, new.python_floor) == (legacy.framework, legacy.arch, legacy.python_floor)
+    assert new != legacy and not new.legacy and legacy.legacy and new.backend_tag == "cu130"
+    assert Variant.parse("torch214-rocm714-x86_64-linux").backend_tag == "rocm714"  # ROCm 7.14, as kernels 0.19
+    assert Variant.parse("torch214-rocm714-x86_64-linux").arch.backend.version == Version("7.14")  # type: ignore[union-attr]
 
 
 def test_backend_parse_is_ascii_only() -> None:

@@ -111,6 +111,17 @@ def make_digest(files: Mapping[str, Path], algorithm: str = "sha256") -> dict[st
                       for rel in digested_files(files)}}
 
 
+def make_digest_of(sources: Mapping[str, bytes | Path], algorithm: str = "sha256") -> dict[str, Any]:
+    """``make_digest`` for files some of which exist only in memory (``bytes``: a zip layout's unpacked package), so
+    that a folder written from ``sources`` verifies against it as kernel-builder's own digest would."""
+    def hashed(source: bytes | Path) -> bytes:
+        return hashlib.new(algorithm, source).digest() if isinstance(source, bytes) else file_digest(source, algorithm)
+
+    return {"algorithm": algorithm,
+            "files": {rel: base64.b64encode(hashed(sources[rel])).decode() for rel in sorted(sources)
+                      if rel not in _DIGEST_EXCLUDED}}
+
+
 def digest_violations(files: Mapping[str, Path], metadata: Mapping[str, Any], where: str) -> list[str] | None:
     """Every way the variant's files deviate from ``metadata.json``'s ``digest`` (empty: they match), in the order
     kernels' ``Digest.validate`` reports them (missing, unknown, mismatched files); None when there is no digest."""

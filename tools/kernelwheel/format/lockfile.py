@@ -1,7 +1,9 @@
 """``kernels.lock`` files, in both formats kernels has written, and the per-variant hash of the old one.
 
-* kernels ≥ 0.17 (read with kernels' own ``KernelLocks`` type): a JSON list of
-  ``{"dependency": {"repo-id": ..., "version": 1 | "revision": ...}, "lock": {"commit": <40 hex>}}``. The commit
+* kernels ≥ 0.17 (read here by the rules of kernels' ``KernelLocks.from_json``, the same in 0.17.2 and 0.19.1 and
+  compared with both by tests/kernelwheel/format/test_kernels_releases.py): a JSON list of
+  ``{"dependency": {"repo-id": ..., "version": 1 | "revision": ...}, "lock": {"commit": <40 or 64 hex>}}``, no
+  other keys, ``version`` and ``revision`` exclusive, no dependency twice. The commit (lowercased, a plain ``str``)
   pins every file; there are no per-variant hashes, so every variant of the commit is converted.
 * kernels ≤ 0.16 (kernels 0.17 refuses it, so it is read here): a JSON list of
   ``{"repo_id": ..., "sha": <40 hex>, "variants": {<variant>: {"hash": "sha256-<hex>", "hash_type": ...}}}``
@@ -31,12 +33,14 @@ from pathlib import Path
 from types import MappingProxyType
 
 from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
+from tools.kernelwheel.format.dependency import parse_dependency
 from tools.kernelwheel.jsonload import loads_limited
 from tools.kernelwheel.limited_read import read_limited
 from tools.kernelwheel.repo_id import repo_id_problem
 
 HASH_TYPE = "git_lfs_concat"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+_COMMIT = re.compile(r"^(?:[0-9A-Fa-f]{40}|[0-9A-Fa-f]{64})$")  # a git object id, SHA-1 or SHA-256
 _HASH = re.compile(r"^sha256-[0-9a-f]{64}$")
 _VARIANT_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
 # A lock names a few kernels with a few dozen variants each.
@@ -59,15 +63,52 @@ class KernelLock:
     variants: Mapping[str, VariantLock] | None  # None: a kernels >= 0.17 lock, every variant of the commit
 
 
-def _parse_current(text: str) -> list[KernelLock] | None:
-    """A kernels >= 0.17 lock through ``kernels.KernelLocks``; None when the text is not in that format."""
-    from kernels._rust import KernelLocks  # here, not at import: kernels costs ~50 ms of every hub2wheel start
+def _is_current(data: object) -> bool:
+    """Whether parsed JSON is a kernels >= 0.17 lock: a list with an entry that has ``dependency`` or ``lock``."""
+    return isinstance(data, list) and any(isinstance(e, dict) and ("dependency" in e or "lock" in e) for e in data)
 
-    try:
-        locks = KernelLocks.from_json(text)
-    except ValueError:
-        return None
-    return [KernelLock(dependency.repo_id, lock.commit, None) for dependency, lock in locks.items()]
+
+def _only_keys(value: dict[str, object], allowed: tuple[str, ...], where: str) -> None:
+    unknown = [key for key in value if key not in allowed]
+    if unknown:
+        raise InvalidLockfile(f"{where}: unknown field {unknown[0]!r} (expected {', '.join(allowed)})")
+
+
+def _duplicate(key: tuple[str, int | None, str | None], where: str, first: int) -> InvalidLockfile:
+    """kernels' own refusal ("duplicate dependency"), naming the repo id and its version or revision: kernels keys its
+    locks by dependency, so a second lock for one would silently win or lose."""
+    repo_id, version, revision = key
+    pin = f"version {version}" if version is not None else f"revision {revision!r}"
+    return InvalidLockfile(f"{where}: duplicate dependency: {repo_id} {pin}, already locked by entry {first}; "
+                           "expected each dependency locked once")
+
+
+def _parse_current(data: list[object], source: str) -> list[KernelLock]:
+    """A kernels >= 0.17 lock, by ``KernelLocks.from_json``'s rules (one line naming entry and field otherwise)."""
+    locks: list[KernelLock] = []
+    seen: dict[tuple[str, int | None, str | None], int] = {}
+    for i, entry in enumerate(data):
+        where = f"{source}: entry {i}"
+        if not isinstance(entry, dict):
+            raise InvalidLockfile(f"{where}: expected an object with dependency and lock")
+        _only_keys(entry, ("dependency", "lock"), where)
+        dependency, lock = entry.get("dependency"), entry.get("lock")
+        parsed = parse_dependency(dependency, f"{where}: dependency", InvalidLockfile)
+        repo_id, version, revision = parsed.repo_id, parsed.version, parsed.revision
+        if not isinstance(lock, dict):
+            raise InvalidLockfile(f"{where} ({repo_id}): lock must be an object with commit")
+        _only_keys(lock, ("commit",), f"{where}: lock")
+        commit = lock.get("commit")
+        if not isinstance(commit, str) or not _COMMIT.fullmatch(commit):
+            raise InvalidLockfile(f"{where} ({repo_id}): lock.commit {commit!r:.80} is not a git commit id (40 or 64 "
+                                  "hexadecimal digits)")
+        key = (repo_id, version, revision)
+        if key in seen:
+            raise _duplicate(key, where, seen[key])
+        seen[key] = i
+        _check_repo_id(repo_id, where)
+        locks.append(KernelLock(repo_id, str(commit.lower()), None))
+    return locks
 
 
 def parse_lockfile(text: str, source: str = "kernels.lock") -> list[KernelLock]:
@@ -79,11 +120,8 @@ def _parse(raw: bytes, source: str) -> list[KernelLock]:
     """``raw`` within the size, UTF-8 and depth limits (``loads_limited``), then in either format."""
     data = loads_limited(raw, source, max_bytes=MAX_LOCKFILE_BYTES, max_depth=MAX_LOCKFILE_DEPTH,
                          error=InvalidLockfile)
-    current = _parse_current(raw.decode("utf-8"))  # loads_limited has checked that it decodes
-    if current is not None:
-        for lock in current:
-            _check_repo_id(lock.repo_id, source)
-        return current
+    if isinstance(data, list) and _is_current(data):
+        return _parse_current(data, source)
     if not isinstance(data, list):
         raise InvalidLockfile(f"{source}: expected a JSON list of kernel locks, got {type(data).__name__}")
     locks: list[KernelLock] = []
@@ -91,13 +129,6 @@ def _parse(raw: bytes, source: str) -> list[KernelLock]:
         where = f"{source}: entry {i}"
         if not isinstance(entry, dict):
             raise InvalidLockfile(f"{where}: expected an object with repo_id, sha and variants")
-        if "dependency" in entry or "lock" in entry:
-            from kernels._rust import KernelLocks
-
-            try:
-                KernelLocks.from_json(json.dumps([entry]))
-            except ValueError as exc:  # say why kernels refused the entry, in one line
-                raise InvalidLockfile(f"{where}: not a kernels lock entry: {str(exc).splitlines()[0]}") from None
         missing = [k for k in ("repo_id", "sha", "variants") if k not in entry]
         if missing:
             raise InvalidLockfile(f"{where}: missing {', '.join(missing)}")

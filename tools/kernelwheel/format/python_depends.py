@@ -1,9 +1,11 @@
 """A variant's ``python-depends`` (logical names) → ``Requires-Dist`` lines, through kernels' own mapping.
 
-kernels 0.17.2 ships ``python_depends.json``: general names (``einops``, ``helion``, ``tvm-ffi`` → pip package
-``apache-tvm-ffi``) and per-backend names (cuda ``nvidia-cutlass-dsl``, xpu ``onednn`` → ``onednn-devel``, neuron
-``nki``). It is read here with kernels' own ``DependencyData`` type; kernels' ``validate_dependencies`` cannot be
-called instead, because it checks that the packages are importable *here* rather than mapping them for a wheel.
+kernels ships ``python_depends.json`` (byte-identical in 0.17.2 and 0.19.1): general names (``einops``, ``helion``,
+``tvm-ffi`` → pip package ``apache-tvm-ffi``) and per-backend names (cuda ``nvidia-cutlass-dsl``, xpu ``onednn`` →
+``onednn-devel``, neuron ``nki``). A copy is kept beside this module (``python_depends.json``, compared with every
+supported release's own by tests/kernelwheel/format/test_kernels_releases.py) and read by the small typed reader
+below; kernels' ``validate_dependencies`` cannot be called instead, because it checks that the packages are
+importable *here* rather than mapping them for a wheel.
 A name that is neither general nor the variant's backend's is refused, as kernels refuses it at load time.
 Passed through (``--allow-unknown-deps``), an entry must still be a plain requirement on an index project: never
 ``torch`` (the wheel's framework pin is ``naming``'s; a second one makes it uninstallable or replaces the user's
@@ -13,19 +15,16 @@ torch) and never a direct URL (``pkg @ https://...``), which indexes refuse and 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from tools.kernelwheel.errors import InvalidVariant
-
-if TYPE_CHECKING:  # imported where used: kernels costs ~70 ms of every hub2wheel start, and most variants list none
-    from kernels.python_deps import DependencyData, DependencyInfo
 
 # Projects whose requirement the conversion writes itself (naming.framework_requirement_for).
 FRAMEWORK_PROJECTS = frozenset({"torch"})
@@ -39,26 +38,89 @@ class MappedDepends:
     unknown: tuple[str, ...]
 
 
-@cache
-def _dependency_data() -> DependencyData:
-    from kernels.python_deps import DependencyData
+DATA_FILE = "python_depends.json"  # beside this module: kernels' mapping, as every supported release ships it
 
-    text = resources.files("kernels").joinpath("python_depends.json").read_text(encoding="utf-8")
-    return DependencyData.from_dict(json.loads(text))
+
+@dataclass(frozen=True)
+class PythonPackage:
+    """One pip package a logical name installs, and the module it provides (None: no Python module)."""
+
+    pkg: str
+    import_name: str | None = None
+
+
+@dataclass(frozen=True)
+class DependencyInfo:
+    """What one logical name maps to: nix packages (unused here) and pip packages."""
+
+    nix: tuple[str, ...]
+    python: tuple[PythonPackage, ...]
+
+
+@dataclass(frozen=True)
+class DependencyData:
+    """``python_depends.json``: general names, and names per backend."""
+
+    general: Mapping[str, DependencyInfo]
+    backends: Mapping[str, Mapping[str, DependencyInfo]]
+
+
+def _object(value: object, where: str) -> dict[str, object]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _strings(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{where}: expected a list of strings")
+    return tuple(value)
+
+
+def _dependency_info(value: object, where: str) -> DependencyInfo:
+    data = _object(value, where)
+    packages: list[PythonPackage] = []
+    python = data.get("python", [])
+    if not isinstance(python, list):
+        raise ValueError(f"{where}.python: expected a list")
+    for i, item in enumerate(python):
+        package = _object(item, f"{where}.python[{i}]")
+        pkg, import_name = package.get("pkg"), package.get("import")
+        if not isinstance(pkg, str) or not (import_name is None or isinstance(import_name, str)):
+            raise ValueError(f"{where}.python[{i}]: expected {{\"pkg\": <name>, \"import\": <module>}}")
+        packages.append(PythonPackage(pkg, import_name))
+    return DependencyInfo(_strings(data.get("nix", []), f"{where}.nix"), tuple(packages))
+
+
+def parse_dependency_data(value: object, where: str = DATA_FILE) -> DependencyData:
+    """The mapping from ``python_depends.json``'s JSON value (``ValueError`` naming the field on a bad one)."""
+    data = _object(value, where)
+    general = {name: _dependency_info(info, f"{where}: general.{name}")
+               for name, info in _object(data.get("general", {}), f"{where}: general").items()}
+    backends = {
+        backend: MappingProxyType({name: _dependency_info(info, f"{where}: backends.{backend}.{name}")
+                                   for name, info in _object(deps, f"{where}: backends.{backend}").items()})
+        for backend, deps in _object(data.get("backends", {}), f"{where}: backends").items()
+    }
+    return DependencyData(MappingProxyType(general), MappingProxyType(backends))
+
+
+@cache
+def dependency_data() -> DependencyData:
+    """This toolkit's copy of kernels' ``python_depends.json``, parsed."""
+    text = resources.files(__package__ or "tools.kernelwheel.format").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    return parse_dependency_data(json.loads(text))
 
 
 def known_names(backend: str) -> tuple[str, ...]:
     """Every logical name a variant of ``backend`` (``cuda``, ``cpu``, ...) may list, sorted."""
-    data = _dependency_data()
-    backend_deps: dict[str, Any] = data.backends.get(backend, {})
-    return tuple(sorted({*data.general, *backend_deps}))
+    data = dependency_data()
+    return tuple(sorted({*data.general, *data.backends.get(backend, {})}))
 
 
 def _info(name: str, backend: str) -> DependencyInfo | None:
-    data = _dependency_data()
-    general: dict[str, DependencyInfo] = data.general
-    backend_deps: dict[str, DependencyInfo] = data.backends.get(backend, {})
-    return general.get(name) or backend_deps.get(name)
+    data = dependency_data()
+    return data.general.get(name) or data.backends.get(backend, {}).get(name)
 
 
 def map_depends(names: Iterable[str], backend: str) -> MappedDepends:

@@ -1,12 +1,13 @@
-"""``metadata.json.sigstore``: the Sigstore signature over a variant's ``metadata.json``, verified as kernels 0.17.2
+"""``metadata.json.sigstore``: the Sigstore signature over a variant's ``metadata.json``, verified as kernels
 verifies it, before the variant becomes a wheel and again after the wheel is installed.
 
-kernels' ``verify.verify_variant`` reads the bundle, verifies it over metadata.json's bytes with
-``Verifier.production()`` against ``DEFAULT_POLICIES`` (GitHub workflow identity of kernels-community's build
-workflows) before parsing the JSON, then checks the digest. This module takes the same steps with kernels' own
-policies (``GitHubWorkflowPolicy``, ``DEFAULT_POLICIES``) and result types (``VerificationResult``), and adds what
-kernels cannot: a trusted root from a file (``--sigstore-trusted-root``: a private Sigstore, or offline) and another
-list of accepted workflows (``--signer-workflow``). The signature covers metadata.json; metadata.json's digest covers
+kernels (0.17.2's ``verify_variant``, 0.19.1's ``verify_signature``) reads the bundle, verifies it over
+metadata.json's bytes with ``Verifier.production()`` against its default policy (GitHub workflow identities of the
+kernels-community build workflows) before parsing the JSON, then checks the digest. This module takes the same steps
+with this toolkit's own signer list (``signer_policy``: the newest release's, compared with every supported release's
+by tests) and result types named as kernels names them (``SignatureVerdict``), and adds what kernels cannot: a
+trusted root from a file (``--sigstore-trusted-root``: a private Sigstore, or offline) and another list of accepted
+workflows (``--signer-workflow``). The signature covers metadata.json; metadata.json's digest covers
 every other file (``tools.kernelwheel.format.digests``).
 """
 
@@ -16,12 +17,11 @@ import argparse
 import json
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from tools.kernelwheel.arguments import path_argument
 from tools.kernelwheel.errors import (
@@ -32,58 +32,66 @@ from tools.kernelwheel.errors import (
     SignatureMissing,
 )
 from tools.kernelwheel.format.digests import verify_digest
+from tools.kernelwheel.format.signer_policy import (
+    DEFAULT_SIGNERS,
+    WorkflowSigner,
+    accepted_uris,
+    signers_for,
+    verification_policy,
+)
 from tools.kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, read_metadata
 from tools.kernelwheel.limited_read import read_limited
 
-if TYPE_CHECKING:  # sigstore and kernels.verify are imported when a signature is checked (they take ~1 s to import)
-    from typing import TypeAlias
-
+if TYPE_CHECKING:  # sigstore is imported when a signature is checked (it takes ~1 s to import)
     from cryptography.x509 import Certificate
-    from kernels.verify import VerificationResult
     from sigstore.verify import Verifier
-    from sigstore.verify.policy import VerificationPolicy
 
-    # What ``verify_signature`` can answer: kernels' own result types for the signature half of ``verify_variant``.
-    SignatureResult: TypeAlias = (
-        VerificationResult.Success
-        | VerificationResult.SignatureBundleMissing
-        | VerificationResult.SignatureBundleInvalid
-        | VerificationResult.MetadataMissing
-        | VerificationResult.SignatureVerificationFailure
-    )
+
+class SignatureVerdict:
+    """What the signature half of kernels' verification answers, each result named as kernels names it."""
+
+    @dataclass(frozen=True)
+    class Success:
+        pass
+
+    @dataclass(frozen=True)
+    class SignatureBundleMissing:
+        pass
+
+    @dataclass(frozen=True)
+    class SignatureBundleInvalid:
+        reason: str
+
+    @dataclass(frozen=True)
+    class MetadataMissing:
+        pass
+
+    @dataclass(frozen=True)
+    class SignatureVerificationFailure:
+        reason: str
+
+
+SignatureResult: TypeAlias = (
+    SignatureVerdict.Success
+    | SignatureVerdict.SignatureBundleMissing
+    | SignatureVerdict.SignatureBundleInvalid
+    | SignatureVerdict.MetadataMissing
+    | SignatureVerdict.SignatureVerificationFailure
+)
 
 MAX_BUNDLE_BYTES = 1 << 20  # real bundles are a few KiB; a bigger file is not read into memory
 MAX_TRUSTED_ROOT_BYTES = 4 << 20  # real trusted roots are a few KiB
-_WORKFLOW_URI = re.compile(
-    r"^https://github\.com/(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/\.github/workflows/[^/@\s]+\.ya?ml@\S+$"
-)
 _BUILD_SIGNER_URI = "1.3.6.1.4.1.57264.1.9"  # Fulcio's extension naming the workflow that requested the certificate
 
 
-def workflow_policies(signer_workflows: Sequence[str]) -> list[VerificationPolicy]:
-    """kernels' ``GitHubWorkflowPolicy`` per repository for these workflow URIs; kernels' ``DEFAULT_POLICIES``
-    when none are given."""
-    from kernels.verify import DEFAULT_POLICIES, GitHubWorkflowPolicy
-
+def workflow_signers(signer_workflows: Sequence[str]) -> tuple[WorkflowSigner, ...]:
+    """One signer per repository for these workflow URIs; ``DEFAULT_SIGNERS`` when none are given."""
     if not signer_workflows:
-        return list(DEFAULT_POLICIES)
-    by_repo: dict[str, list[str]] = {}
-    for uri in signer_workflows:
-        match = _WORKFLOW_URI.match(uri)
-        if match is None:
-            raise InvalidTrustSettings(
-                f"--signer-workflow {uri!r}: expected https://github.com/<org>/<repo>/.github/workflows/"
-                "<file>.yaml@<ref>, e.g. ...@refs/heads/main"
-            )
-        by_repo.setdefault(match["repo"], []).append(uri)
-    return [GitHubWorkflowPolicy(repo_id=repo, signer_uris=uris) for repo, uris in by_repo.items()]
-
-
-def accepted_signers(policies: Sequence[VerificationPolicy]) -> list[str]:
-    """The workflow URIs a list of ``GitHubWorkflowPolicy`` accepts (for messages)."""
-    from kernels.verify import GitHubWorkflowPolicy
-
-    return [uri for p in policies if isinstance(p, GitHubWorkflowPolicy) for uri in p.signer_uris]
+        return DEFAULT_SIGNERS
+    try:
+        return signers_for(signer_workflows)
+    except ValueError as exc:
+        raise InvalidTrustSettings(f"--signer-workflow {exc}, e.g. ...@refs/heads/main") from None
 
 
 def signer_of(cert: Certificate) -> str | None:
@@ -154,37 +162,36 @@ def _make_verifier(trusted_root: Path | None) -> tuple[Verifier | None, str | No
 
 
 def verify_signature(metadata: bytes | None, bundle: bytes | None, verifier: Verifier,
-                     policies: Sequence[VerificationPolicy]) -> SignatureResult:
-    """The signature half of kernels' ``verify_variant``, same order and same result types: the bundle parses,
-    metadata.json is present, the bundle verifies over its bytes under ``AnyOf(policies)``."""
-    from kernels.verify import VerificationResult
+                     signers: Sequence[WorkflowSigner]) -> SignatureResult:
+    """The signature half of kernels' verification, same order and same results: the bundle parses, metadata.json
+    is present, the bundle verifies over its bytes under the policy of ``signers`` (any of them)."""
     from sigstore.errors import CertValidationError
     from sigstore.errors import Error as SigstoreError
     from sigstore.models import Bundle, InvalidBundle
-    from sigstore.verify import policy
 
     if bundle is None:
-        return VerificationResult.SignatureBundleMissing()
+        return SignatureVerdict.SignatureBundleMissing()
     try:
         signature_bundle = Bundle.from_json(bundle)
     except (InvalidBundle, ValueError) as exc:
-        return VerificationResult.SignatureBundleInvalid(reason=str(exc).splitlines()[0])
+        return SignatureVerdict.SignatureBundleInvalid(reason=str(exc).splitlines()[0])
     if metadata is None:
-        return VerificationResult.MetadataMissing()
+        return SignatureVerdict.MetadataMissing()
+    accepted = verification_policy(signers)
     try:
-        verifier.verify_artifact(metadata, signature_bundle, policy.AnyOf(list(policies)))
+        verifier.verify_artifact(metadata, signature_bundle, accepted)
     except (SigstoreError, ValueError) as exc:
         reason: str = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, CertValidationError):
             reason = f"the signing certificate does not chain to the trusted root's CA ({reason})"
         signer = signer_of(signature_bundle.signing_certificate)
         try:
-            policy.AnyOf(list(policies)).verify(signature_bundle.signing_certificate)
+            accepted.verify(signature_bundle.signing_certificate)
         except SigstoreError:
-            accepted = ", ".join(accepted_signers(policies)) or "see the policy"
-            reason = f"signed by workflow {signer or '(none named)'}, which is not an accepted signer ({accepted})"
-        return VerificationResult.SignatureVerificationFailure(reason=reason)
-    return VerificationResult.Success()
+            uris = ", ".join(accepted_uris(signers)) or "none"
+            reason = f"signed by workflow {signer or '(none named)'}, which is not an accepted signer ({uris})"
+        return SignatureVerdict.SignatureVerificationFailure(reason=reason)
+    return SignatureVerdict.Success()
 
 
 @dataclass(frozen=True)
@@ -192,17 +199,16 @@ class SignatureOptions:
     """What a signature must satisfy: the trust root, the accepted workflows, and whether one is required."""
 
     trusted_root: Path | None = None  # None: Sigstore's production root, as kernels
-    signer_workflows: tuple[str, ...] = ()  # empty: kernels' DEFAULT_POLICIES (kernels-community's workflows)
+    signer_workflows: tuple[str, ...] = ()  # empty: DEFAULT_SIGNERS (the kernels-community build workflows)
     require_signature: bool = False
     warn: Callable[[str], None] | None = field(default=None, compare=False)  # where a one-line warning goes
 
-    def policies(self) -> list[VerificationPolicy]:
-        return workflow_policies(self.signer_workflows)
+    def signers(self) -> tuple[WorkflowSigner, ...]:
+        return workflow_signers(self.signer_workflows)
 
     def validate(self) -> None:
         """Fail early (``InvalidTrustSettings``) on a bad workflow URI or trusted-root file, before any work."""
-        if self.signer_workflows:  # kernels' DEFAULT_POLICIES need no check, and importing them costs ~1 s of start
-            self.policies()
+        self.signers()
         if self.trusted_root is not None:
             load_verifier(self.trusted_root, self.warn)
 
@@ -214,8 +220,8 @@ def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
                              "production root through TUF, as kernels)")
     parser.add_argument("--signer-workflow", action="append", default=[], metavar="URI",
                         help="accept signatures by this GitHub workflow, https://github.com/<org>/<repo>/.github/"
-                             "workflows/<file>.yaml@<ref> (repeatable; replaces kernels' default list of "
-                             "kernels-community's build workflows)")
+                             "workflows/<file>.yaml@<ref> (repeatable; replaces the default list, kernels' own: "
+                             "the kernels-community build workflows)")
 
 
 @dataclass(frozen=True)
@@ -256,15 +262,13 @@ def _read_bundle(variant_dir: Path, where: str, trusted_roots: Sequence[Path]) -
 
 def result_message(result: SignatureResult, where: str) -> str | None:
     """One line for a result that is not ``Success`` (None for success)."""
-    from kernels.verify import VerificationResult
-
-    if isinstance(result, VerificationResult.SignatureBundleMissing):
+    if isinstance(result, SignatureVerdict.SignatureBundleMissing):
         return f"{where}: no {SIGSTORE_BUNDLE} (the variant is unsigned)"
-    if isinstance(result, VerificationResult.MetadataMissing):
+    if isinstance(result, SignatureVerdict.MetadataMissing):
         return f"{where}/{SIGSTORE_BUNDLE}: signs metadata.json, but there is no metadata.json"
-    if isinstance(result, VerificationResult.SignatureBundleInvalid):
+    if isinstance(result, SignatureVerdict.SignatureBundleInvalid):
         return f"{where}/{SIGSTORE_BUNDLE}: not a Sigstore bundle ({result.reason})"
-    if isinstance(result, VerificationResult.SignatureVerificationFailure):
+    if isinstance(result, SignatureVerdict.SignatureVerificationFailure):
         return f"{where}/{SIGSTORE_BUNDLE}: signature over metadata.json does not verify: {result.reason}"
     return None
 
@@ -285,7 +289,7 @@ def check_variant(variant_dir: Path, files: Mapping[str, Path], where: str, opti
             options.warn(f"{unsigned}: converted without signature verification")
         return SignedMetadata(metadata=metadata)
     result = verify_signature(metadata, bundle, load_verifier(options.trusted_root, options.warn),
-                              options.policies())
+                              options.signers())
     message = result_message(result, where)
     if message is not None:
         raise SignatureInvalid(message)
@@ -315,7 +319,7 @@ def verify_package(package_dir: Path, where: str, options: SignatureOptions) -> 
     files = collect_files(package_dir, where)
     meta_path = files.get("metadata.json")
     result = verify_signature(meta_path.read_bytes() if meta_path else None, bundle,
-                              load_verifier(options.trusted_root, options.warn), options.policies())
+                              load_verifier(options.trusted_root, options.warn), options.signers())
     message = result_message(result, where)
     if message is not None:
         raise SignatureInvalid(message)
