@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test lint wheel install venv clean
+.PHONY: demo test test-torch lint wheel install venv clean hub hub-stop
 
 # Build the extension into wheelhouse/, install it, and convert a bundled photograph.
 demo: install
@@ -16,6 +16,44 @@ demo: install
 test: install lint
 	$(PY) -m pytest
 	$(PY) -m pytest --img2gray-site dist/site-classic tests/test_ops.py tests/test_ops_cuda.py
+
+# The stable wheel's op tests under another torch, in a venv of its own: by default torch 2.15.0 from PyPI (a CUDA
+# 13.2 build; CPU tests run anywhere). PIP_CONSTRAINT=/dev/null lifts a pip configuration that caps torch, for this
+# install only. The upstream canary runs it with TORCH_SPEC=torch (the newest) from PyTorch's CPU index.
+TORCH_SPEC ?= torch==2.15.0
+TORCH_PIP_ARGS ?=
+TORCH_VENV ?= .venv-torch-check
+test-torch: wheel
+	rm -rf $(TORCH_VENV)
+	$(PYTHON) -m venv $(TORCH_VENV)
+	PIP_CONSTRAINT=/dev/null $(TORCH_VENV)/bin/pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(TORCH_VENV)/bin/pip install -q numpy pillow pytest expecttest hypothesis packaging pyelftools
+	$(TORCH_VENV)/bin/pip install -q --no-deps "$$(cat dist/.wheel-path)"
+	$(TORCH_VENV)/bin/python -c 'import torch; print("torch", torch.__version__)'
+	$(TORCH_VENV)/bin/python -m pytest tests/test_ops.py
+
+# A Hub on 127.0.0.1 to try the workflow against (docs/walkthrough.md): olah from PyPI in .venv-olah (the venv the
+# tests use), offline, serving the git repositories under HUB_DIR; HUB_REPO is created as an empty bare repository for
+# `tools.cli.publish --git-remote`. Prints `export HF_ENDPOINT=...`: `eval "$$(make -s hub)"` sets it. `make hub-stop`
+# ends it.
+OLAH_VENV ?= .venv-olah
+OLAH_SPEC ?= olah==0.5.4
+HUB_DIR ?= dist/hub
+HUB_PORT ?= 8090
+HUB_REPO ?= demo/img2gray
+hub: venv $(OLAH_VENV)/.requirements
+	$(PY) -m tools.cli.loopback_hub start --dir "$(HUB_DIR)" --port $(HUB_PORT) --olah $(OLAH_VENV)/bin/olah-cli \
+		--repo $(HUB_REPO)
+
+hub-stop: venv
+	$(PY) -m tools.cli.loopback_hub stop --dir "$(HUB_DIR)"
+
+# The marker holds the requirement as tests/helpers/venvs.py writes it, so the tests and `make hub` share the venv.
+$(OLAH_VENV)/.requirements:
+	rm -rf $(OLAH_VENV)
+	$(PYTHON) -m venv $(OLAH_VENV)
+	$(OLAH_VENV)/bin/python -m pip install -q "$(OLAH_SPEC)"
+	printf '%s' "$(OLAH_SPEC)" > $@
 
 # Static checks (configured in pyproject.toml): ruff over the Python tree, mypy --strict over tools/ and the op package,
 # shellcheck over the benchmark scripts the device runs.

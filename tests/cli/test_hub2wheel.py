@@ -24,6 +24,7 @@ from packaging.utils import parse_wheel_filename
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos, olah_server, pip_install_by_name
 from tests.helpers.repo import REPO_ROOT
+from tests.helpers.servers import drip_server
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.cli.hub2wheel import main
@@ -277,27 +278,36 @@ def test_untrusted_publisher_refused_before_download(hf_env: Path, tmp_path: Pat
 
 def test_version_from_revision(hf_env: Path, hub_repos: HubRepos, tmp_path: Path,
                                capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A release tag names the version; a branch or a commit gets <major>.<commit date>, so distinct builds of one
-    API major never share a filename, and the same commit gives the same bytes again, offline too."""
+    """A release tag at the commit names the version, whichever ref or commit id named it; a commit that no release
+    tag points at gets <major>.<commit date>, so distinct builds of one API major never share a filename, and the
+    same commit gives the same bytes again, offline too. (This test used to expect the v1 branch and the v1.0.0
+    commit id to give date versions: one commit, two versions in one wheelhouse.)"""
     noarch = ["--variant", "torch-cpu"]
     rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v1", *noarch, "--out", str(tmp_path / "a")],
                         capsys)
     assert rc == 0, err
-    assert _names(out) == {"img2gray-1.20260203.40506-py3-none-any.whl"}  # branch v1 at the v1.1.0 commit
+    assert _names(out) == {"img2gray-1.1.0-py3-none-any.whl"}  # branch v1 at the v1.1.0 commit: the tag's version
     rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", hub_repos.commits["v1.0.0"], *noarch,
                          "--out", str(tmp_path / "a")], capsys)
     assert rc == 0, err
-    assert _names(out) == {"img2gray-1.20260101.0-py3-none-any.whl"}  # an older commit of the same API major
-    assert len(list((tmp_path / "a").glob("*.whl"))) == 2  # both kept: distinct builds, distinct filenames
-    first = (tmp_path / "a" / "img2gray-1.20260203.40506-py3-none-any.whl").read_bytes()
+    assert _names(out) == {"img2gray-1.0.0-py3-none-any.whl"}  # the commit id of v1.0.0: the tag's version
+    v2 = ["--variant", "torch213-*"]
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v2", *v2, "--out", str(tmp_path / "a")], capsys)
+    assert rc == 0, err
+    dated = "img2gray_cpu-2.20260301.120000+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
+    assert _names(out) == {dated}  # no release tag at the v2 commit: its date
+    assert len(list((tmp_path / "a").glob("*.whl"))) == 3  # distinct builds, distinct filenames
+    first = (tmp_path / "a" / dated).read_bytes()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v2", *v2, "--out", str(tmp_path / "b")], capsys)
+    assert rc == 0, err
+    assert (tmp_path / "b" / dated).read_bytes() == first
     rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v1", *noarch, "--out", str(tmp_path / "b")],
                         capsys)
-    assert rc == 0, err
-    assert (tmp_path / "b" / "img2gray-1.20260203.40506-py3-none-any.whl").read_bytes() == first
-    rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v1", *noarch, "--kernel-version", "1.1.0",
-                         "--out", str(tmp_path / "c")], capsys)
     assert rc == 0 and _names(out) == {"img2gray-1.1.0-py3-none-any.whl"}, err
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "v2", *noarch, "--variant", "torch213-*",
+                         "--kernel-version", "2.0.1", "--out", str(tmp_path / "c")], capsys)
+    assert rc == 0 and _names(out) == {"img2gray_cpu-2.0.1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"}, err
 
 
 def _wheel_facts(folder: Path) -> dict[str, tuple[bytes, int, int]]:
@@ -316,7 +326,7 @@ def test_hub_rerun_rewrites_nothing_and_offline_gives_the_same_wheels(
     first = _wheel_facts(tmp_path / "wh")
     rc, again, err = _run([*argv, "--jobs", "1"], capsys)
     assert rc == 0 and again == out, err
-    assert f"{len(out)} wheel(s) written ({len(out)} already up to date)" in err
+    assert f"0 wheel(s) written, {len(out)} already up to date" in err
     assert "0.0 MiB downloaded" in err  # everything came from the cache
     assert _wheel_facts(tmp_path / "wh") == first  # same bytes, inodes and mtimes
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -349,7 +359,7 @@ def test_hub_rerun_of_a_commit_asks_the_hub_nothing(
     rerun = subprocess.run([sys.executable, "-c", _RERUN_PROBE, *argv], cwd=REPO_ROOT, capture_output=True,
                            text=True, env={**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9"}, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{len(out)} wheel(s) written ({len(out)} already up to date)" in rerun.stderr
+    assert f"0 wheel(s) written, {len(out)} already up to date" in rerun.stderr
     assert "network modules: []" in rerun.stderr
     assert _wheel_facts(tmp_path / "wh") == first
 
@@ -453,3 +463,96 @@ def _interrupted_once(argv: list[str], env: Mapping[str, str], ready: Callable[[
     _, err = communicate_after_signal(proc, 120)
     assert proc.returncode == 130, err
     assert err.splitlines()[-1].startswith("error: interrupted; wheels already in") and "Traceback" not in err
+
+
+def test_zip_layout_installs_as_files(so_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kernels 0.19's ``"build-layout": "zip"``: the archive's package is unpacked into the wheel beside the extension
+    module; the installed metadata.json says "files" and its digest is kernel-builder's over the installed folder."""
+    repo = tmp_path / "zipped"
+    vdir = kernel_repos.zip_variant(repo / "build", CPU_VARIANT, so_cache)
+    build_id = json.loads((vdir / "metadata.json").read_text())["id"]
+    rc, out, err = _run([str(repo), "--out", str(tmp_path / "out")], capsys)
+    assert rc == 0, err
+    wheel = read_wheel(Path(out[0]))
+    assert sorted(f for f in wheel.files if ".dist-info/" not in f) == [
+        "img2gray/__init__.py", "img2gray/_img2gray_cpu_abc1234.abi3.so", "img2gray/_ops.py", "img2gray/metadata.json"]
+    installed = tmp_path / "installed"
+    for rel, data in wheel.files.items():
+        if rel.startswith("img2gray/"):
+            (installed / rel).parent.mkdir(parents=True, exist_ok=True)
+            (installed / rel).write_bytes(data)
+    metadata = json.loads((installed / "img2gray" / "metadata.json").read_text())
+    assert metadata["build-layout"] == "files" and metadata["id"] == build_id
+    (installed / "img2gray" / "metadata.json").unlink()  # kernels' hash covers every file but metadata.json
+    assert metadata["digest"] == kernel_repos.kernel_builder_digest(installed / "img2gray")
+
+
+def test_zip_layout_checks_the_original_digest_and_the_archive(so_cache: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    build = tmp_path / "bad-zip" / "build"
+    tampered = kernel_repos.zip_variant(build, CPU_VARIANT, so_cache)
+    archive = next(tampered.glob("*.zip"))
+    with zipfile.ZipFile(archive, "a") as zf:
+        zf.writestr("extra.py", "import os\n")  # after the digest was written
+    kernel_repos.zip_variant(build, "torch212-cxx11-cpu-x86_64-linux", so_cache,
+                             extra_members={"../escape.py": b"x"})
+    rc, out, err = _run([str(tmp_path / "bad-zip"), "--out", str(tmp_path / "out")], capsys)
+    assert rc == 1 and out == []
+    assert f"{archive.name} does not match its sha256 digest" in err  # verified before unpacking
+    assert "'../escape.py' leaves the variant directory (path traversal)" in err
+
+
+def test_two_builds_with_one_id(so_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kernels 0.19.1 reuses a build whose id is already loaded when the digests match and refuses it otherwise:
+    hub2wheel applies that rule across the variants of a run."""
+    build = tmp_path / "ids" / "build"
+    first = kernel_repos.flat_variant(build, CPU_VARIANT, so_cache)
+    shutil.copytree(first, build / "torch212-cxx11-cpu-x86_64-linux")  # the same build under another torch: reused
+    other = kernel_repos.flat_variant(build, "torch214-cxx11-cpu-x86_64-linux", so_cache)
+    meta = json.loads((other / "metadata.json").read_text())
+    meta["id"] = json.loads((first / "metadata.json").read_text())["id"]
+    (other / "metadata.json").write_text(json.dumps(meta))  # a different build claiming the same id: refused
+    rc, out, err = _run([str(tmp_path / "ids"), "--out", str(tmp_path / "out")], capsys)
+    assert rc == 3 and len(out) == 2, err
+    refusal = next(line for line in err.splitlines() if line.startswith("skipped torch214"))
+    assert (f"has the same id {meta['id']!r} as build/torch212-cxx11-cpu-x86_64-linux, but their digests differ"
+            in refusal)
+
+
+@pytest.mark.parametrize("body", [False, True])
+def test_a_dripping_hub_ends_at_the_deadline(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch, body: bool) -> None:
+    """A Hub that sends a byte every 0.2 s (headers, or a body) never trips a per-read timeout; the whole answer has
+    huggingface_hub's own timeouts (1 s here) as its deadline, and the command ends with one line."""
+    from huggingface_hub import constants as hf_constants
+
+    monkeypatch.setattr(hf_constants, "HF_HUB_ETAG_TIMEOUT", 1)
+    monkeypatch.setattr(hf_constants, "HF_HUB_DOWNLOAD_TIMEOUT", 1)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with drip_server(0.2, body=body) as drip:
+        monkeypatch.setenv("HF_ENDPOINT", drip.endpoint)
+        start = time.monotonic()
+        rc, out, err = _run([*TRUST, "testorg/img2gray", "--revision", "main", "--out", str(tmp_path / "wh")], capsys)
+        elapsed = time.monotonic() - start
+    assert rc == 1 and not out, err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert elapsed < 60, err
+    assert not (tmp_path / "wh").exists() or not list((tmp_path / "wh").iterdir())
+
+
+def test_a_version_that_is_no_specifier_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([*TRUST, "testorg/img2gray", "--version", "banana", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "--version 'banana' is neither a major version (e.g. '1') nor a PEP 440 specifier" in err
+
+
+def test_main_without_build_points_at_version(hf_env: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run([*TRUST, "testorg/img2gray", "--out", str(tmp_path / "wh")], capsys)
+    assert rc == 1 and not out
+    assert "testorg/img2gray@main has no build/ directory" in err and "--version <major>" in err, err
+    assert "No files matched" not in err  # huggingface_hub's own warning stays out of the output

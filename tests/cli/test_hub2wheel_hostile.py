@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import kernel_repos
-from tests.helpers.elf import as_aarch64, endless_version_needs
+from tests.helpers.elf import CXX_NEEDS, as_aarch64, cxx_library, endless_version_needs, with_version_need
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tools.kernelwheel.atomic import stale_temporary_owner
@@ -187,6 +187,25 @@ def test_an_out_folder_that_cannot_take_wheels_is_one_line_and_exit_1(flat_repo:
     assert a_file.read_text() == "not a folder\n"
 
 
+@pytest.mark.parametrize("needs", [b"GLIBCXX_3.4.99", b"GLIBCXX_3.4.35"])
+def test_a_symbol_version_beyond_every_manylinux_policy_refuses_the_variant(so_cache: Path, tmp_path: Path,
+                                                                            needs: bytes) -> None:
+    """A .so needing GLIBCXX_3.4.99 was tagged manylinux_2_17, lower than the same file unpatched (2_24)."""
+    lib = cxx_library(tmp_path / "libhelper.so")
+    for name, data in [("plain", lib), ("patched", with_version_need(lib, CXX_NEEDS, needs))]:
+        (tmp_path / name / "build").mkdir(parents=True)
+        _variant(tmp_path / name / "build", GOOD, so_cache, files={b"libhelper.so": data})
+    plain = _hub2wheel([str(tmp_path / "plain"), "--out", str(tmp_path / "out-plain")], tmp_path / "hf")
+    assert plain.returncode == 0 and plain.stdout.strip().endswith("-manylinux_2_24_x86_64.whl"), plain.stderr
+    out = tmp_path / "out"
+    run = _hub2wheel([str(tmp_path / "patched"), "--out", str(out)], tmp_path / "hf")
+    assert run.returncode == 1 and "Traceback" not in run.stderr and run.stdout == "", run.stderr
+    assert _skips(run.stderr)[GOOD] == (f"build/{GOOD}/libhelper.so: needs symbol version {needs.decode()}, which "
+                                        "no manylinux policy in auditwheel allows; expected at most GLIBCXX_3.4.33 "
+                                        "(a libstdc++/libgcc that a manylinux image ships)")
+    assert not out.exists() or os.listdir(out) == []
+
+
 @pytest.fixture(scope="module")
 def big_repo(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Path:
     """The good variant, a second one holding a 48 MiB file (a wheel write that takes a while), and torch-cpu."""
@@ -212,6 +231,27 @@ def test_a_file_size_limit_skips_that_variant_and_keeps_the_others(big_repo: Pat
     reason = _skips(run.stderr)["torch212-cxx11-cpu-x86_64-linux"]
     assert "File too large" in reason and "\n" not in reason  # EFBIG
     assert sorted(os.listdir(out)) == sorted([GOOD_WHEEL, "img2gray-1-py3-none-any.whl"])  # no temporary left
+
+
+@pytest.mark.parametrize("limit_kib", [1, 2, 3])  # the wheel is about 5 KiB
+def test_a_failed_wheel_write_prints_its_one_line_error_and_nothing_at_exit(flat_repo: Path, tmp_path: Path,
+                                                                           limit_kib: int) -> None:
+    """A write that fails on the first bytes left the zip writer open: ZipFile.__del__ retried RECORD and the central
+    directory at exit and printed "Exception ignored in: ... OSError: [Errno 27]" after the one-line error."""
+    out = tmp_path / "out"
+    limit = limit_kib * 1024
+
+    def limit_file_size() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    run = _hub2wheel([str(flat_repo), "--out", str(out), "--variant", GOOD], tmp_path / "hf", preexec=limit_file_size)
+    assert run.returncode == 1, run.stderr
+    assert "Exception ignored" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert f"skipped {GOOD}: {GOOD_WHEEL}: cannot be written to {out}: File too large\n" in run.stderr
+    summary = run.stderr.splitlines()[-1]
+    assert summary.startswith("0 wheel(s) written,") and summary.endswith("(1 failed)")
+    assert os.listdir(out) == []  # no partial wheel, no temporary
 
 
 def test_a_full_disk_skips_that_variant_and_leaves_nothing_partial(big_repo: Path, tmp_path: Path) -> None:
@@ -294,6 +334,10 @@ def test_an_out_folder_whose_name_is_not_utf8_is_printed_as_the_file_system_spel
     (b'[{"repo_id": "org/x", "sha": "' + b"a" * 40 + b'", "variants": {"../../etc": {"hash": "sha256-' + b"0" * 64
      + b'"}}}]', "variant '../../etc' is not a plain folder name"),
     (b"\xff", "not UTF-8"),
+    # refused before as "entry 0: missing repo_id, sha, variants"; kernels says "duplicate dependency"
+    (b"[" + b",".join([b'{"dependency": {"repo-id": "org/x", "version": 1}, "lock": {"commit": "' + b"a" * 40
+                       + b'"}}'] * 2) + b"]",
+     "entry 1: duplicate dependency: org/x version 1, already locked by entry 0; expected each dependency locked once"),
 ])
 def test_a_hostile_lock_file_is_one_line_and_exit_1(tmp_path: Path, lock: bytes, message: str) -> None:
     path = tmp_path / "kernels.lock"

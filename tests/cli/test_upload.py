@@ -195,3 +195,16 @@ def test_check_only_validates_without_uploading(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "tools.cli.upload", "--check-only", str(wheel), str(junk)],
                          capture_output=True, text=True, cwd=REPO_ROOT, env=_env(), timeout=60)  # fmt: skip
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and JUNK in bad.stderr
+
+
+def test_no_password_and_no_terminal_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    wheel = standin.write_standin(tmp_path, torch="2.13")
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.cli.upload", "--repository-url", "http://127.0.0.1:9/", "-u", USER, str(wheel)],
+        capture_output=True, text=True, cwd=REPO_ROOT, env=_env(), stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and "EOFError" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: no password for the upload and no terminal to prompt on: set TWINE_PASSWORD in the environment "
+        "(or pass --non-interactive to use a keyring)"]

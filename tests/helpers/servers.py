@@ -120,3 +120,46 @@ def silent_server() -> Iterator[SilentServer]:
         listener.close()
         for connection in server.connections:
             connection.close()
+
+
+@dataclass
+class DripServer:
+    endpoint: str
+    connections: list[socket.socket] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def drip_server(interval_s: float = 2.0, *, body: bool = False) -> Iterator[DripServer]:
+    """A port on 127.0.0.1 whose every connection gets one byte every ``interval_s`` seconds, for ever: response
+    headers that never end, or (``body``) complete headers of a 200 whose body never ends. A read timeout longer
+    than ``interval_s`` never fires on it; only a deadline for the whole answer ends the wait."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    server = DripServer(f"http://127.0.0.1:{listener.getsockname()[1]}")
+    stop = threading.Event()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    lead = head + b"Content-Length: 1000000000\r\n\r\n" if body else head + b"X-Drip: "
+
+    def serve(connection: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # the client hung up
+            connection.recv(65536)
+            connection.sendall(lead)
+            while not stop.wait(interval_s):
+                connection.sendall(b"x")  # a header value (or a body) that never ends
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the listener shut down
+            while True:
+                connection = listener.accept()[0]
+                server.connections.append(connection)
+                threading.Thread(target=serve, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield server
+    finally:
+        stop.set()
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        for connection in server.connections:
+            connection.close()

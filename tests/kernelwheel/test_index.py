@@ -79,12 +79,13 @@ def test_root_page_lists_projects_by_normalized_name(wheelhouse: Path) -> None:
 
 def test_torch_sub_index_holds_only_builds_for_that_torch(wheelhouse: Path) -> None:
     report = write_index(wheelhouse)
-    assert report.torch_indexes == ["torch2.10", "torch2.13", "torch2.14"]
+    # 2.11 and 2.12: no wheel names them, but the stable build's torch>=2.10 admits them (issue M).
+    assert report.torch_indexes == ["torch2.10", "torch2.11", "torch2.12", "torch2.13", "torch2.14"]
     simple = wheelhouse / "simple"
     assert sorted(links(simple / "torch2.14" / "img2gray-cu130" / "index.html")) == [T214]
     assert sorted(links(simple / "torch2.13" / "img2gray-cu130" / "index.html")) == [T213]
     # A stable-ABI build (torch>=2.10) belongs to every sub-index from 2.10 on.
-    for sub in ("torch2.10", "torch2.13", "torch2.14"):
+    for sub in ("torch2.10", "torch2.11", "torch2.12", "torch2.13", "torch2.14"):
         assert sorted(links(simple / sub / "img2gray-stable-cu130" / "index.html")) == [STABLE]
     assert not (simple / "torch2.10" / "img2gray-cu130").exists()
     assert re.findall(r'href="([^"]+)"', (simple / "torch2.10" / "index.html").read_text()) == [
@@ -142,8 +143,12 @@ def test_removed_wheel_leaves_the_index_with_its_metadata_and_empty_sub_index(wh
     assert not (wheelhouse / (T213 + ".metadata")).exists()
     assert sorted(links(simple / "img2gray-cu130" / "index.html")) == [T214]
     assert not (simple / "torch2.13" / "img2gray-cu130").exists()
-    # No wheel names torch 2.13 any more, so its sub-index goes (the stable build is still under 2.10 and 2.14).
-    assert report.torch_indexes == ["torch2.10", "torch2.14"]
+    # torch2.13 stays, for the stable build (torch>=2.10) alone: every minor from 2.10 to the newest, 2.14.
+    assert report.torch_indexes == ["torch2.10", "torch2.11", "torch2.12", "torch2.13", "torch2.14"]
+    assert sorted(links(simple / "torch2.13" / "img2gray-stable-cu130" / "index.html")) == [STABLE]
+    (wheelhouse / STABLE).unlink()
+    # No wheel names or admits torch 2.13 any more, so its sub-index goes.
+    assert write_index(wheelhouse).torch_indexes == ["torch2.14"]
     assert not (simple / "torch2.13").exists()
 
 
@@ -210,8 +215,8 @@ def test_main_prints_a_summary(wheelhouse: Path, capsys: pytest.CaptureFixture[s
     assert index_cli.main([str(wheelhouse)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        f"Indexed 3 wheels of 2 projects in {wheelhouse / 'simple'}/ (3 new, 0 removed, 14 files written)",
-        "Per-torch indexes: simple/torch2.10/, simple/torch2.13/, simple/torch2.14/",
+        f"Indexed 3 wheels of 2 projects in {wheelhouse / 'simple'}/ (3 new, 0 removed, 18 files written)",
+        "Per-torch indexes: " + ", ".join(f"simple/torch2.{minor}/" for minor in range(10, 15)),
     ]
     assert index_cli.main([str(wheelhouse), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -401,7 +406,7 @@ def test_a_symlinked_page_folder_leading_outside_is_refused_before_anything_is_w
     assert (outside / "index.html").read_text() == "not the index's"
 
 
-def test_a_same_size_replacement_with_its_mtime_kept_gets_its_new_hash(tmp_path: Path) -> None:
+def test_a_same_size_replacement_with_its_mtime_kept_is_refused_by_its_hash(tmp_path: Path) -> None:
     house = tmp_path / "wheelhouse"
     first = _spelled_wheel(house, "pkg-1.0-py3-none-any.whl", name="pkg", body="X = 1\n", stored=True)
     write_index(house)
@@ -414,14 +419,11 @@ def test_a_same_size_replacement_with_its_mtime_kept_gets_its_new_hash(tmp_path:
     first.write_bytes(second.read_bytes())
     os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert (first.stat().st_size, first.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-    report = write_index(house)
-    new_sha = hashlib.sha256(second.read_bytes()).hexdigest()
-    assert report.added == [first.name]
-    assert links(page)[first.name][1] == new_sha != old_sha
-    # pip checks the served file against the page's hash: it installs the replacement without a hash error.
-    _pip_dry_run(house / "simple", "pkg", tmp_path / "report.json")
-    assert json.loads((tmp_path / "report.json").read_text())["install"][0]["download_info"]["archive_info"][
-        "hashes"]["sha256"] == new_sha  # fmt: skip
+    # Hashes follow content, never sizes or mtimes: the replacement is seen, and refused (a published file never
+    # changes, as on PyPI), the page keeping the hash of the file it published.
+    with pytest.raises(InvalidWheel, match=f"{first.name}: the index already serves this file name with other bytes"):
+        write_index(house)
+    assert links(page)[first.name][1] == old_sha
 
 
 def test_a_tampered_metadata_file_is_rewritten_from_the_wheel(wheelhouse: Path) -> None:

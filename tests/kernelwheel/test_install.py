@@ -25,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tests.helpers import standin_wheels as standin
+from tests.helpers.kernels_releases import RELEASES, ask
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import in_thread, send_endless_body
 from tools.cli import install_command
@@ -40,7 +41,14 @@ from tools.kernelwheel.format.variants import Backend
 from tools.kernelwheel.index import client
 from tools.kernelwheel.index.client import Candidate
 from tools.kernelwheel.index.writer import write_index
-from tools.kernelwheel.install import Environment, choose_wheels, cuda_compatible, plan_install, runnable_command
+from tools.kernelwheel.install import (
+    Environment,
+    choose_wheels,
+    cuda_compatible,
+    plan_install,
+    rocm_version,
+    runnable_command,
+)
 from tools.kernelwheel.urls import redact
 
 TAGS = frozenset({"cp311-abi3-manylinux_2_28_x86_64", "cp39-abi3-manylinux_2_28_x86_64", "py3-none-any"})
@@ -297,13 +305,18 @@ def test_a_metadata_file_that_does_not_match_the_page_hash_is_refused(simple: Pa
         assert f"the page says {hashlib.sha256(original).hexdigest()}" in message
         assert ":pw@" not in message
 
-    # Control: with the page's hash updated to the tampered file, the lie is believed, so the check is what
-    # stopped it above.
+    # Control: with the page's hash updated to the tampered file, the hash check passes. Over http the lie is then
+    # believed (the wheel is not downloaded to compare), so the check is what stopped it above; from a file://
+    # index the wheel is at hand and its own METADATA refuses the lie (test_install_target.py).
     page = simple / "img2gray-cu130" / "index.html"
     tampered = hashlib.sha256(metadata.read_bytes()).hexdigest()
     page.write_text(page.read_text().replace(hashlib.sha256(original).hexdigest(), tampered))
     with _index_url(simple, scheme) as index:
-        assert plan_install(index, "img2gray-cu130", target("2.14.1")).wheel.filename == NEWER_T213
+        if scheme == "file":
+            with pytest.raises(InvalidWheel, match="differs from the METADATA inside"):
+                plan_install(index, "img2gray-cu130", target("2.14.1"))
+        else:
+            assert plan_install(index, "img2gray-cu130", target("2.14.1")).wheel.filename == NEWER_T213
 
 
 @pytest.mark.parametrize("scheme", ["file", "http"])
@@ -415,19 +428,7 @@ def test_a_cuda_build_for_a_cpu_only_torch_names_the_cpu_project(cuda_index: Pat
         plan_install(cuda_index.as_uri() + "/", "img2gray-cu130", cuda_target(None))
 
 
-@pytest.mark.parametrize("runtime", ["12.8", "12.9", "13.0", "13.2", "11.8"])
-def test_cuda_rule_matches_kernels_variant_resolution(runtime: str) -> None:
-    from kernels.backends import CUDA
-    from kernels.variants import _resolve_variant_for_system, parse_variant
-
-    builds = ["cu118", "cu126", "cu128", "cu129", "cu130", "cu132"]
-    variants = [parse_variant(f"torch-stable-abi210-{b}-x86_64-linux") for b in builds]
-    accepted, _ = _resolve_variant_for_system(
-        variants, CUDA(version=Version(runtime)), "x86_64", "linux", Version("2.14"), True, None)
-    theirs = [v.arch.backend.variant_str for v in accepted]
-    ours = sorted((b for b in builds if cuda_compatible(Backend.parse(b).version or Version("0"), Version(runtime))),
-                  key=lambda b: Backend.parse(b).version or Version("0"), reverse=True)
-    assert ours == theirs
+# kernels' CUDA rule itself, release by release: tests/kernelwheel/format/test_variants_releases.py
 
 
 def test_a_second_backend_of_an_installed_kernel_is_refused(cuda_index: Path) -> None:
@@ -660,21 +661,84 @@ class _FloodHandler(_QuietHandler):
         send_endless_body(self, b"<!-- " + b"x" * 65536 + b" -->", "text/html")
 
 
-def test_a_page_that_never_ends_is_refused_at_64_mib_not_held_in_memory(tmp_path: Path) -> None:
+def test_a_page_that_never_ends_is_refused_at_4_mib_not_held_in_memory(tmp_path: Path) -> None:
     """The deadline bounds how long an index can talk; the size limit, what the command holds meanwhile."""
     with _serve(tmp_path, _FloodHandler) as host:
         message = _one_error(_command("--index-url", f"http://{host}/simple/", "img2gray-cu130"))
-    assert message == f"error: http://{host}/simple/img2gray-cu130/: the answer is over 64 MiB, refusing it"
+    assert message == f"error: http://{host}/simple/img2gray-cu130/: the answer is over 4 MiB, refusing it"
 
 
-def test_a_local_page_over_64_mib_is_refused_not_held_in_memory(tmp_path: Path) -> None:
+def test_a_local_page_over_4_mib_is_refused_not_held_in_memory(tmp_path: Path) -> None:
     """A file:// index is read from disk, under the same limit as an http(s) answer."""
     page = tmp_path / "simple" / "img2gray-cu130" / "index.html"
     page.parent.mkdir(parents=True)
     with page.open("wb") as file:
-        file.truncate((64 << 20) + 1)  # sparse: no disk used
+        file.truncate((4 << 20) + 1)  # sparse: no disk used
     message = _one_error(_command("--index-url", (tmp_path / "simple").as_uri() + "/", "img2gray-cu130"))
-    assert message == f"error: {page.parent.as_uri()}/: the answer is over 64 MiB, refusing it"
+    assert message == f"error: {page.parent.as_uri()}/: the answer is over 4 MiB, refusing it"
+
+
+def _links_page(root: Path, count: int, torch: str = "2.13") -> Path:
+    """``root/simple/img2gray-cu130/index.html`` listing ``count`` labelled wheels (no download needed to plan)."""
+    page = root / "simple" / "img2gray-cu130" / "index.html"
+    page.parent.mkdir(parents=True)
+    with page.open("w") as out:
+        out.write("<!DOCTYPE html><html><body>\n")
+        for i in range(count):
+            out.write(f'<a href="img2gray_cu130-1.{i}+torch{torch}-cp39-abi3-manylinux_2_17_x86_64.whl">x</a>\n')
+        out.write("</body></html>\n")
+    return page
+
+
+_PEAK_RSS = ("import resource, subprocess, sys; returncode = subprocess.run(sys.argv[2:]).returncode; "
+             "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+             "sys.exit(returncode)")
+
+
+def _command_peak_mib(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``_command(*args)`` run under a wrapper that reports the command's peak RSS (``RUSAGE_CHILDREN``: its own
+    and the target probe's, not this test process's); returns the run and that peak in MiB."""
+    report = tmp_path / "peak-rss-kib"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "KERNELWHEEL_"))}
+    run = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(report), sys.executable, "-m",
+                          "tools.cli.install_command", "--torch", "2.14.1", *args], capture_output=True, text=True,
+                         cwd=REPO_ROOT, env={**env, "PIP_CONFIG_FILE": os.devnull}, timeout=120)
+    return run, int(report.read_text()) / 1024
+
+
+def test_a_20_mb_page_of_200000_links_is_refused_within_200_mb(tmp_path: Path) -> None:
+    """pypi-simple parsed it whole: the command reached 800-900 MB and took 36-54 s before the cap of 4 MiB."""
+    page = _links_page(tmp_path, 200_000)
+    assert page.stat().st_size > 16 << 20
+    with _serve(tmp_path) as host:
+        run, peak = _command_peak_mib(tmp_path, "--index-url", f"http://{host}/simple/", "img2gray-cu130")
+    assert _one_error(run) == f"error: http://{host}/simple/img2gray-cu130/: the answer is over 4 MiB, refusing it"
+    assert peak < 200, f"peak RSS {peak:.0f} MiB"
+
+
+def test_a_page_of_many_small_tags_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """Under 4 MiB but 30,000 elements: parsing holds a few kB per element, whatever its size in bytes."""
+    page = tmp_path / "simple" / "img2gray-cu130" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_bytes(b"<a>" * 30_000)
+    with _serve(tmp_path) as host:
+        run, peak = _command_peak_mib(tmp_path, "--index-url", f"http://{host}/simple/", "img2gray-cu130")
+    assert _one_error(run) == (f"error: http://{host}/simple/img2gray-cu130/: the page holds 30000 tags or JSON "
+                               "objects, more than the 24000 (about 8000 wheels) this tool reads; refusing it")
+    local = _one_error(_command("--index-url", (tmp_path / "simple").as_uri() + "/", "img2gray-cu130"))
+    assert local.endswith("the page holds 30000 tags or JSON objects, more than the 24000 (about 8000 wheels) this "
+                          "tool reads; refusing it")
+    assert peak < 200, f"peak RSS {peak:.0f} MiB"
+
+
+def test_a_page_just_under_the_element_limit_is_planned_within_200_mb(tmp_path: Path) -> None:
+    """A page just under the element limit (two tags a link) is read and planned, in bounded memory."""
+    _links_page(tmp_path, 11_900, torch="2.14")
+    with _serve(tmp_path) as host:
+        run, peak = _command_peak_mib(tmp_path, "--index-url", f"http://{host}/simple/", "img2gray-cu130")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    assert "img2gray_cu130-1.11899+torch2.14-cp39-abi3-manylinux_2_17_x86_64.whl" in run.stderr
+    assert peak < 200, f"peak RSS {peak:.0f} MiB"
 
 
 @pytest.mark.parametrize(("make", "kind"), [(os.mkfifo, "a FIFO"),
@@ -733,3 +797,62 @@ def test_the_password_is_never_printed_and_the_printed_command_works_with_the_va
         env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", KERNELWHEEL_INDEX_PASSWORD="pw")
         subprocess.run(["bash", "-c", printed], check=True, env=env, timeout=120, capture_output=True)
     assert [p.name for p in tmp_path.glob("*.whl")] == [T214]
+
+
+# --- ROCm: kernels 0.19.1 gives it CUDA's rule (same major, build minor <= torch.version.rocm's) -------------------
+
+@pytest.fixture
+def rocm_index(tmp_path: Path) -> Path:
+    house = tmp_path / "rocm-house"
+    for backend in ("rocm71", "rocm72", "rocm714"):
+        standin.write_standin(house, torch=None, distribution=f"img2gray-{backend}", stable_abi_floor="2.10")
+    write_index(house)
+    return house / "simple"
+
+
+def rocm_target(rocm: str | None) -> Environment:
+    return Environment("/env/bin/python", Version("3.11.7"), Version("2.14.1"), TAGS, None, frozenset(),
+                       rocm_version(rocm))
+
+
+@pytest.mark.parametrize(("text", "version"), [("6.4.43482-0f2d60242", "6.4"), ("7.14.0", "7.14"), ("7", "7.0"),
+                                               (None, None)])
+def test_rocm_version_is_read_as_kernels_0191_reads_torch_version_rocm(text: str | None, version: str | None) -> None:
+    assert rocm_version(text) == (Version(version) if version else None)
+
+
+def test_a_compatible_rocm_build_is_planned(rocm_index: Path) -> None:
+    assert plan_install(rocm_index.as_uri() + "/", "img2gray-rocm71", rocm_target("7.2.1")).project == "img2gray-rocm71"
+    plan = plan_install(rocm_index.as_uri() + "/", "img2gray-rocm714", rocm_target("7.14.0"))  # 7.14, not 71.4
+    assert "a ROCm 7.14 build runs on torch's ROCm 7.14" in plan.reason
+
+
+def test_a_newer_rocm_build_is_refused_and_the_newest_that_loads_is_named(rocm_index: Path) -> None:
+    with pytest.raises(NoCompatibleWheel) as raised:
+        plan_install(rocm_index.as_uri() + "/", "img2gray-rocm714", rocm_target("7.2"))
+    message = str(raised.value)
+    assert "img2gray-rocm714 is built for ROCm 7.14, which a torch for ROCm 7.2 cannot load" in message
+    assert "install img2gray-rocm72 instead" in message
+    with pytest.raises(NoCompatibleWheel, match=r"built for ROCm 7\.1, and this torch has no ROCm"):
+        plan_install(rocm_index.as_uri() + "/", "img2gray-rocm71", rocm_target(None))
+
+
+ROCM_CASES = [("rocm71", "7.2"), ("rocm72", "7.1"), ("rocm71", "7.1"), ("rocm714", "7.14"), ("rocm714", "7.2"),
+              ("rocm64", "7.1")]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_rocm_rule_against_each_release(release: str) -> None:
+    """The toolkit follows the newest release. 0.19.1 agrees on every case; 0.17.2 reads ``rocm714`` as 71.4, had
+    no minor rule (a ROCm build loaded only under exactly its version)."""
+    ours = {(tag, system): cuda_compatible(Backend.parse(tag).version or Version("0"),
+                                           Version(system)) for tag, system in ROCM_CASES}
+    theirs = {(tag, system): ask(release, "backends", "rocm_loads", {"tag": tag, "system": system})
+              for tag, system in ROCM_CASES}
+    agree = {case for case in ROCM_CASES if ours[case] == theirs[case]}
+    if release == "0.17.2":
+        assert ask(release, "backends", "rocm_version", {"tag": "rocm714"}) == "71.4"
+        assert agree != set(ROCM_CASES)
+    else:
+        assert ask(release, "backends", "rocm_version", {"tag": "rocm714"}) == "7.14"
+        assert agree == set(ROCM_CASES), {case: (ours[case], theirs[case]) for case in set(ROCM_CASES) - agree}

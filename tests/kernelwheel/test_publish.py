@@ -15,7 +15,13 @@ from packaging.version import Version
 
 from tests.helpers import kernel_repos
 from tests.helpers.git_remotes import make_build, make_remote, refs, rehash, show, tree
-from tools.kernelwheel.errors import DigestMismatch, InvalidBuildDir, InvalidReleaseVersion, PublishFailed
+from tools.kernelwheel.errors import (
+    DigestMismatch,
+    InvalidBuildDir,
+    InvalidReleaseVersion,
+    PublishFailed,
+    RevisionNotFound,
+)
 from tools.kernelwheel.publish.git import GitTransport
 from tools.kernelwheel.publish.plan import release_version
 from tools.kernelwheel.publish.release import publish
@@ -54,6 +60,30 @@ def test_next_version_moves_branch_keeps_tag_and_other_variants(tmp_path: Path, 
     assert show(remote, "v0", f"build/{CPU_VARIANT}/__init__.py").startswith(b'"""0.1.1"""')
     old_init = (first / CPU_VARIANT / "__init__.py").read_bytes()
     assert show(remote, "v0.1.0", f"build/{CPU_VARIANT}/__init__.py") == old_init
+
+
+def test_a_fresh_bare_repository_gets_the_branch_as_its_first_commit(tmp_path: Path, so_cache: Path) -> None:
+    """`git init --bare` has no main to start from: the version branch is the repository's root commit."""
+    remote = tmp_path / "img2gray.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    build = make_build(tmp_path / "build", so_cache, CPU_VARIANT)
+    result = publish(build, "testorg/img2gray", Version("0.1.0"), GitTransport.from_arg(str(remote)))
+    assert result.branch_created and set(refs(remote)) == {"refs/heads/v0", "refs/tags/v0.1.0"}
+    assert refs(remote)["refs/tags/v0.1.0"] == result.commit
+    assert tree(remote, "v0") == {f"build/{CPU_VARIANT}/{name}" for name in
+                                  (p.relative_to(build / CPU_VARIANT).as_posix()
+                                   for p in (build / CPU_VARIANT).rglob("*") if p.is_file())}
+    second = subprocess.run(["git", "-C", str(remote), "rev-list", "--count", "v0"], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    assert second == "1"  # one root commit, no parent
+
+
+def test_branches_without_main_are_still_refused(tmp_path: Path, so_cache: Path) -> None:
+    remote = make_remote(tmp_path / "mirrors")
+    kernel_repos.git(remote, "branch", "-m", "main", "trunk")
+    build = make_build(tmp_path / "build", so_cache, CPU_VARIANT)
+    with pytest.raises(RevisionNotFound, match=r"there is no main branch to create it from on .* \(branches: trunk\)"):
+        publish(build, "testorg/img2gray", Version("0.1.0"), GitTransport.from_arg(str(remote)))
 
 
 def test_push_is_atomic(tmp_path: Path, so_cache: Path) -> None:

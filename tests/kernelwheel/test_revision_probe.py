@@ -8,6 +8,7 @@ decision back (None) unless the answer is unambiguous.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -19,7 +20,7 @@ from huggingface_hub import get_hf_file_metadata, hf_hub_url
 from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
 from tests.helpers.hub_fixtures import HubRepos
-from tests.helpers.servers import in_thread, silent_server
+from tests.helpers.servers import drip_server, in_thread, silent_server
 from tools.kernelwheel import revision_probe
 from tools.kernelwheel.revision_probe import NO_SUCH_REPOSITORY, TIMED_OUT
 
@@ -170,3 +171,17 @@ def test_no_answer_in_time_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
     with silent_server() as silent:
         assert revision_probe.ask(silent.endpoint, None, "org/x", "model", "main", "f") is TIMED_OUT
         assert len(silent.connections) == 1
+
+
+@pytest.mark.parametrize("body", [False, True])
+def test_a_dripping_answer_ends_at_the_deadline(monkeypatch: pytest.MonkeyPatch, body: bool) -> None:
+    """HF_HUB_ETAG_TIMEOUT bounds the whole answer, not each read: a byte every 0.2 s never trips a 1 s read
+    timeout, and used to keep the probe waiting for ever."""
+    monkeypatch.setattr(hf_constants, "HF_HUB_ETAG_TIMEOUT", 1)
+    with drip_server(0.2, body=body) as drip:
+        start = time.monotonic()
+        answer = revision_probe.ask(drip.endpoint, None, "org/x", "model", "main", "f")
+        elapsed = time.monotonic() - start
+    # HEAD has no body: complete headers are a whole answer (with no commit in it)
+    assert answer is (None if body else TIMED_OUT)
+    assert elapsed < 3

@@ -29,7 +29,7 @@ from tools.kernelwheel.console import activity, make_console, print_error, print
 from tools.kernelwheel.convert import Options, Report, Source
 from tools.kernelwheel.dependency_tree import convert_with_dependencies
 from tools.kernelwheel.errors import ToolError
-from tools.kernelwheel.format.kernel_depends import Dependency
+from tools.kernelwheel.format.dependency import Dependency
 from tools.kernelwheel.format.signatures import SignatureOptions, add_trust_arguments
 from tools.kernelwheel.naming import parse_version, validate_kernel_name
 from tools.kernelwheel.selection import VariantFilter
@@ -104,14 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: hub.HubSettings,
              trust: TrustPolicy, console: Console) -> Iterable[Source]:
+    given = args.kernel_version is not None  # the version is named: no tag listing needed for it
     if args.lock:
-        return lock_sources(settings, args.lock, repo_id=args.source, trust=trust, console=console)
+        return lock_sources(settings, args.lock, repo_id=args.source, trust=trust, console=console,
+                            kernel_version_given=given)
     if _is_local(args.source):
         if args.revision or args.version:
             parser.error("--revision/--version apply to Hub repositories, not to a local directory")
         return [local_source(Path(args.source))]
     return [hub_source(settings, args.source, revision=args.revision, version_spec=args.version,
-                       variant_globs=args.variant, trust=trust, console=console)]
+                       variant_globs=args.variant, trust=trust, console=console, kernel_version_given=given)]
 
 
 def _is_local(source: str) -> bool:
@@ -122,10 +124,11 @@ def _is_local(source: str) -> bool:
 def _print_report(report: Report, console: Console) -> None:
     for name, reason in report.skipped:
         print_skipped(console, name, reason)
-    unchanged = f" ({len(report.unchanged)} already up to date)" if report.unchanged else ""
+    # report.converted counts every wheel the run stands for; those already there byte for byte were not written.
+    written = len(report.converted) - len(report.unchanged)
+    unchanged = f", {len(report.unchanged)} already up to date" if report.unchanged else ""
     failed = f" ({len(report.failed)} failed)" if report.failed else ""
-    console.print(f"{len(report.converted)} wheel(s) written{unchanged}, {len(report.skipped)} variant(s) "
-                  f"skipped{failed}")
+    console.print(f"{written} wheel(s) written{unchanged}, {len(report.skipped)} variant(s) skipped{failed}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -149,11 +152,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_repo_id_argument(parser, "--trust-repo", repo_id)
     if args.revision == "":
         parser.error("--revision: expected a branch, tag or commit, got ''")
+    if args.version is not None:
+        try:
+            hub.parse_version_spec(args.version)
+        except ToolError as exc:
+            parser.error(str(exc))
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     total = Report()
     try:
         settings = hub.HubSettings.from_env()
+        _quiet_huggingface_hub()  # after from_env: importing huggingface_hub parses the HF_ENDPOINT it refuses
         options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
                           variants=VariantFilter(patterns=tuple(args.variant)),
                           allow_unknown_deps=args.allow_unknown_deps, jobs=args.jobs,
@@ -181,6 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_SOME_FAILED if total.failed else EXIT_OK
 
 
+def _quiet_huggingface_hub() -> None:
+    """huggingface_hub's warnings ("No files matched ...", "Retrying in 1s ...") are not this command's output: its
+    own lines say what happened, once. Set through huggingface_hub's public logging API."""
+    from huggingface_hub.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # huggingface_hub leaves it unannotated
+
+
 def _print_path(path: Path) -> None:
     """One wheel path on stdout, as the file system spells it (an --out whose bytes are not UTF-8 included)."""
     sys.stdout.flush()
@@ -200,7 +217,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, options: Opt
 
         def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
             return dependency_source(settings, dependency, variant_globs=args.variant, trust=trust,
-                                     console=console)
+                                     console=console, kernel_version_given=args.kernel_version is not None)
 
         return convert_with_dependencies(_sources(args, parser, settings, trust, console), options, resolve,
                                          console)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from packaging.version import InvalidVersion, Version
 
 from tools.kernelwheel.arguments import path_argument
-from tools.kernelwheel.console import make_console, print_error, print_step
+from tools.kernelwheel.console import make_console, print_error, print_step, print_warning
 from tools.kernelwheel.errors import ToolError
 from tools.kernelwheel.index.writer import write_index
 
@@ -55,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ToolError as exc:
         print_error(console, exc)
         return 1
+    for warning in report.warnings:  # indexed all the same: the owner decides which build to keep
+        print_warning(console, warning)
     if args.json:
         summary = {
             "version": 1,
@@ -64,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "projects": report.projects,
             "torch_indexes": report.torch_indexes,
             "swept": [str(path) for path in report.swept],
+            "warnings": report.warnings,
         }
         print(json.dumps(summary, indent=2))
         return 0

@@ -97,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         target = Environment.probe(args.python, timeout_s=args.timeout)
         if args.torch is not None:
-            target = Environment(target.python, target.python_version, args.torch, target.tags, target.cuda)
+            target = Environment(target.python, target.python_version, args.torch, target.tags, target.cuda,
+                                 tag_order=target.tag_order, markers=target.markers)
         if target.torch is None:
             raise TorchNotInstalled(
                 f"{args.python} has no torch installed, so no build can be matched to it; install torch first "

@@ -27,7 +27,8 @@ examples:
   python -m tools.cli.publish org/img2gray --version 0.1.0 --repo-type kernel
   # any git repository standing in for the Hub repository
   python -m tools.cli.publish org/img2gray --version 0.1.0 --git-remote /srv/git/img2gray.git
-then: python -m tools.hub2wheel org/img2gray --version '>=0.1,<0.2'   or   get_kernel("org/img2gray", version=0)
+then: python -m tools.hub2wheel org/img2gray --version '>=0.1,<0.2' --trust-repo org/img2gray
+      (--trust-repo: a private endpoint marks no publisher trusted)   or   get_kernel("org/img2gray", version=0)
 """
 
 

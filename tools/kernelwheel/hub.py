@@ -9,8 +9,9 @@ not serve ``/api/kernels/``).
 
 Files come from ``huggingface_hub.snapshot_download``: it resolves the revision, records ``refs/``, downloads
 concurrently and, offline (``HF_HUB_OFFLINE=1``), serves the snapshot from the cache without a request. A miss is
-an ``OfflineCacheMiss`` that says what to run. Offline ``--version`` reads the cached ``refs/`` (see
-``_cached_refs`` for why that is not ``scan_cache_dir``).
+an ``OfflineCacheMiss`` that says what to run. Every online listing of tags and branches is recorded
+(``list_refs``, ``ref_listing``): offline ``--version`` reads that record, tags called tags, else the cached
+``refs/`` (see ``_cached_refs`` for why that is not ``scan_cache_dir``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel import json_cache, revision_probe
+from tools.kernelwheel import answer_deadline, json_cache, ref_listing, revision_probe
 from tools.kernelwheel.atomic import write_atomic
 from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound, one_line
 from tools.kernelwheel.urls import printable, redact, url_problem
@@ -68,6 +69,8 @@ class HubSettings:
     offline: bool
     cache_dir: Path
     assets_dir: Path  # huggingface_hub's cache for downstream libraries' own files (HF_ASSETS_CACHE)
+    # Why only the cache is used (``offline``): HF_HUB_OFFLINE, or the Hub found unreachable (``unreachable``).
+    offline_reason: str = "HF_HUB_OFFLINE is set"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HubSettings:
@@ -86,7 +89,13 @@ class HubSettings:
     def api(self) -> HfApi:
         from huggingface_hub import HfApi
 
+        answer_deadline.bound_huggingface_hub()  # every request HfApi sends ends at its deadline
         return HfApi(endpoint=self.endpoint, token=self.token)
+
+    def unreachable(self, reason: str) -> HubSettings:
+        """These settings, cache only from now on: the Hub did not answer (``reason``), and asking it again for each
+        file would only repeat the failure."""
+        return replace(self, offline=True, offline_reason=reason)
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,7 @@ class VersionRef:
     version: Version
     name: str
     commit: str
-    kind: str  # "tag" or "branch"
+    kind: str  # "tag" or "branch"; "ref" when only huggingface_hub's cache names it (it does not say which)
 
 
 @dataclass(frozen=True)
@@ -205,26 +214,55 @@ def _is_missing(exc: BaseException) -> bool:
 
 
 def list_version_refs(api: HfApi, settings: HubSettings, repo_id: str) -> tuple[str, list[VersionRef]]:
-    """The repo type that answered and its version refs (from the cache when offline)."""
+    """The repo type that answered and its version refs (offline: the recorded listing, ``cached_version_refs``)."""
     if settings.offline:
-        cached = _cached_refs(settings, repo_id)
-        if cached is None:
-            raise OfflineCacheMiss(
-                f"{repo_id}: HF_HUB_OFFLINE is set and {settings.cache_dir} has no refs for it; run once online "
-                "with the same --version, or pass --revision <commit>"
-            )
-        repo_type, refs = cached
-        return repo_type, version_refs([], refs.items())
+        return cached_version_refs(settings, repo_id)
+    listing = list_refs(api, settings, repo_id)
+    return listing.repo_type, version_refs(listing.tags.items(), listing.branches.items())
+
+
+def cached_version_refs(settings: HubSettings, repo_id: str) -> tuple[str, list[VersionRef]]:
+    """The version refs of the last online listing (``recorded_refs``); without one, the names huggingface_hub's
+    cache keeps under ``refs/``, whose kind (tag or branch) it does not record: "ref"."""
+    listing = recorded_refs(settings, repo_id)
+    if listing is not None:
+        return listing.repo_type, version_refs(listing.tags.items(), listing.branches.items())
+    cached = _cached_refs(settings, repo_id)
+    if cached is None:
+        raise OfflineCacheMiss(
+            f"{repo_id}: {settings.offline_reason} and {settings.cache_dir} has no refs for it; run once online "
+            "with the same --version, or pass --revision <commit>"
+        )
+    repo_type, refs = cached
+    return repo_type, [replace(ref, kind="ref") for ref in version_refs([], refs.items())]
+
+
+def listing_path(settings: HubSettings, repo_id: str) -> Path:
+    """Where ``list_refs`` records ``repo_id``'s listing: hub2wheel's corner of huggingface_hub's assets cache."""
+    return _assets_folder(settings, repo_id.replace("/", "--"), "refs") / "listing.json"
+
+
+def recorded_refs(settings: HubSettings, repo_id: str) -> ref_listing.RefListing | None:
+    """The tags and branches of ``repo_id`` as the last online ``list_refs`` saw them; None when never listed."""
+    return ref_listing.load(listing_path(settings, repo_id))
+
+
+def list_refs(api: HfApi, settings: HubSettings, repo_id: str) -> ref_listing.RefListing:
+    """Every tag and branch of ``repo_id``, asked of the Hub and recorded for later offline runs (``recorded_refs``).
+    ``RepositoryNotFound`` when no repo type has it; ``HubError`` when the Hub does not answer."""
     for repo_type in REPO_TYPES:
         try:
             git_refs = api.list_repo_refs(repo_id, repo_type=repo_type)
         except Exception as exc:
             if _is_missing(exc):
                 continue
-            raise HubError(f"{repo_id}: cannot list refs on {api.endpoint}: {exc}") from None
-        tags = [(t.name, t.target_commit) for t in git_refs.tags]
-        branches = [(b.name, b.target_commit) for b in git_refs.branches]
-        return repo_type, version_refs(tags, branches)
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise HubError(f"{repo_id}: cannot list refs on {api.endpoint}: {reason}") from None
+        listing = ref_listing.RefListing(
+            repo_type, {t.name: t.target_commit for t in git_refs.tags},
+            {b.name: b.target_commit for b in git_refs.branches}, datetime.now(timezone.utc))
+        ref_listing.save(listing_path(settings, repo_id), listing)
+        return listing
     raise RepositoryNotFound(
         f"{repo_id}: no such kernel or model repository on {api.endpoint} (or HF_TOKEN cannot see it)"
     )
@@ -278,6 +316,7 @@ def limit_download_chunk() -> None:
     from huggingface_hub import constants
 
     constants.DOWNLOAD_CHUNK_SIZE = min(constants.DOWNLOAD_CHUNK_SIZE, DOWNLOAD_CHUNK)
+    answer_deadline.bound_huggingface_hub()  # called before every download: each answer ends at its deadline
 
 
 def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str, patterns: list[str],
@@ -363,7 +402,7 @@ def fetch(
             raise HubError(f"{failure}; the cache holds only part of the files ({incomplete})")
         raise failure
     if incomplete is not None or settings.offline:
-        reason = "HF_HUB_OFFLINE is set" if settings.offline else f"{api.endpoint} cannot be reached"
+        reason = settings.offline_reason if settings.offline else f"{api.endpoint} cannot be reached"
         held = "no snapshot" if incomplete is None else f"only part of the files ({incomplete})"
         raise OfflineCacheMiss(
             f"{repo_id}@{revision}: {reason} and {settings.cache_dir} holds {held} matching {', '.join(allow)}; "
@@ -421,6 +460,7 @@ def _load_record(settings: HubSettings, repo_id: str, revision: str, patterns: l
 def _head_commit(settings: HubSettings, repo_id: str, repo_type: str, revision: str, filename: str) -> str:
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
+    answer_deadline.bound_huggingface_hub()
     url = hf_hub_url(repo_id, filename, repo_type=None if repo_type == "model" else repo_type, revision=revision,
                      endpoint=settings.endpoint)
     commit = get_hf_file_metadata(url, token=settings.token, endpoint=settings.endpoint).commit_hash
@@ -512,7 +552,7 @@ def commit_date(settings: HubSettings, snapshot: Snapshot) -> datetime:
             pass  # damaged: ask again (or fail below when offline)
     if settings.offline:
         raise OfflineCacheMiss(
-            f"{snapshot.repo_id}@{snapshot.commit[:12]}: HF_HUB_OFFLINE is set and the commit's date (part of the "
+            f"{snapshot.repo_id}@{snapshot.commit[:12]}: {settings.offline_reason} and the commit's date (part of the "
             f"wheel version for a branch or commit) is not in {folder}; run once online, or pass --kernel-version"
         )
     api = settings.api()

@@ -32,7 +32,7 @@ import shlex
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -40,7 +40,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 import packaging
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from tools.kernelwheel.errors import (
     IndexUnreachable,
@@ -65,31 +65,46 @@ EXTRA_PASSWORD_ENV = "KERNELWHEEL_EXTRA_INDEX_PASSWORD_{}"
 _VARIABLE = re.compile(r"\$\{(KERNELWHEEL_[A-Z0-9_]+)\}")
 
 
-# Runs inside the target interpreter. torch's version and CUDA come from torch's own version module
+# Runs inside the target interpreter. torch's version, CUDA and ROCm come from torch's own version module
 # (``torch/version.py``: ``__version__ = '2.14.1+cu130'``, ``cuda = '13.0'``), read as a file: importing torch would
 # take seconds and fails in an environment whose CUDA libraries are missing. importlib.metadata has no ``+cu130``.
 _PROBE = """
 import importlib.util, json, platform, re, sys
 spec = importlib.util.find_spec("torch")
-torch = cuda = None
+torch = cuda = rocm = None
 if spec is not None and spec.origin is not None:
     source = open(spec.origin.rsplit("/", 1)[0] + "/version.py", encoding="utf-8").read()
     def field(name):
         match = re.search(name + r"(?:: Optional\\[str\\])? = '([^']*)'", source)
         return match[1] if match else None
     torch, cuda = field("__version__"), field("cuda")
+    rocm = field("rocm") or field("hip")  # kernels 0.19.1: torch.version.rocm (torch >= 2.10), else .hip
 sys.path.append(sys.argv[1])
-from packaging import tags
+from packaging import markers, tags
 import importlib.metadata
 installed = sorted({d.metadata["Name"] for d in importlib.metadata.distributions() if d.metadata["Name"]})
-print(json.dumps({"torch": torch, "cuda": cuda, "python": platform.python_version(),
-                  "tags": [str(t) for t in tags.sys_tags()], "installed": installed}))
+print(json.dumps({"torch": torch, "cuda": cuda, "rocm": rocm, "python": platform.python_version(),
+                  "tags": [str(t) for t in tags.sys_tags()], "installed": installed,
+                  "markers": markers.default_environment()}))
 """
 
 
 def cuda_compatible(build: Version, runtime: Version) -> bool:
-    """kernels' rule: a torch built for CUDA X.Y runs builds for CUDA X.0 … X.Y (same major, minor ≤ Y)."""
+    """kernels' rule: a torch built for CUDA X.Y runs builds for CUDA X.0 … X.Y (same major, minor ≤ Y). kernels
+    0.19.1 gives ROCm the same rule (``variants._backend_mismatch``); 0.17.2 wanted ROCm's version exactly."""
     return build.major == runtime.major and build.minor <= runtime.minor
+
+
+_TOOLKITS = {"cuda": "CUDA", "rocm": "ROCm"}  # the backends whose builds follow that rule
+
+
+def rocm_version(text: str | None) -> Version | None:
+    """``torch.version.rocm`` (or ``.hip``: ``"6.4.43482-0f2d60242"``) → ``Version("6.4")``, as kernels 0.19.1's
+    ``backends._backend`` reads it (the part before ``-``; major.minor is what the rule compares)."""
+    if not text:
+        return None
+    release = Version(text.split("-")[0]).release
+    return Version(f"{release[0]}.{release[1] if len(release) > 1 else 0}")
 
 
 @dataclass(frozen=True)
@@ -102,11 +117,20 @@ class Environment:
     tags: frozenset[str]
     cuda: Version | None = None  # torch.version.cuda; None for a CPU-only torch (or no torch)
     installed: frozenset[str] = frozenset()  # canonical names of the distributions already installed
+    rocm: Version | None = None  # torch.version.rocm (else .hip) as major.minor; None for a torch without ROCm
+    # ``tags`` in the order of packaging.tags.sys_tags() (most preferred first): which build pip takes among several.
+    tag_order: tuple[str, ...] = ()
+    # PEP 508 marker values of the interpreter (packaging.markers.default_environment()); empty when not probed.
+    markers: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def describe(self) -> str:
         torch = f"torch {self.torch}" if self.torch is not None else "no torch"
-        cuda = f" (CUDA {self.cuda})" if self.cuda is not None else ""
+        cuda = f" (CUDA {self.cuda})" if self.cuda is not None else f" (ROCm {self.rocm})" if self.rocm else ""
         return f"{torch}{cuda} on Python {self.python_version}"
+
+    def toolkit(self, kind: str) -> Version | None:
+        """The torch's CUDA or ROCm version (``kind``: ``cuda`` or ``rocm``)."""
+        return self.cuda if kind == "cuda" else self.rocm if kind == "rocm" else None
 
     @classmethod
     def probe(cls, python: str, *, timeout_s: float = 120) -> Environment:
@@ -128,12 +152,52 @@ class Environment:
         try:
             facts = json.loads(result.stdout)
         except ValueError:
+            facts = None
+        if not isinstance(facts, dict):
             raise ToolError(f"{where}: expected a Python interpreter (3.9 or newer) answering in JSON, it printed "
-                            f"{result.stdout.strip()[:80]!r}") from None
-        torch = Version(facts["torch"]) if facts["torch"] else None
-        cuda = Version(facts["cuda"]) if facts["cuda"] else None
-        installed = frozenset(canonicalize_name(name) for name in facts["installed"])
-        return cls(python, Version(facts["python"]), torch, frozenset(facts["tags"]), cuda, installed)
+                            f"{result.stdout.strip()[:80]!r}")
+        return cls._from_facts(python, facts, where)
+
+    @classmethod
+    def _from_facts(cls, python: str, facts: Mapping[str, object], where: str) -> Environment:
+        """The probe's answer, every field checked: a broken torch (``__version__ = 'not a version'``) or an
+        interpreter that is not what it claims is one clear error, never an ``InvalidVersion`` traceback."""
+        tag_order = tuple(_strings(facts, "tags", where))
+        python_version = _version_fact(facts, "python", where)
+        if python_version is None:
+            raise ToolError(f"{where}: it did not say its Python version; expected a Python interpreter (3.9 or newer)")
+        rocm = _version_fact(facts, "rocm", where)
+        markers = facts.get("markers") or {}
+        if not isinstance(markers, dict) or not all(isinstance(v, str) for v in markers.values()):
+            raise ToolError(f"{where}: its marker environment is {markers!r:.80}; expected an object of strings")
+        return cls(python, python_version, _version_fact(facts, "torch", where), frozenset(tag_order),
+                   _version_fact(facts, "cuda", where), frozenset(canonicalize_name(name) for name in
+                   _strings(facts, "installed", where)), rocm_version(str(rocm)) if rocm else None, tag_order,
+                   {str(k): v for k, v in markers.items()})
+
+
+def _version_fact(facts: Mapping[str, object], key: str, where: str) -> Version | None:
+    """``facts[key]`` as a PEP 440 version (the part before ``-`` for ROCm's ``6.4.43482-0f2d60242``); None when
+    absent or empty."""
+    value = facts.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ToolError(f"{where}: it gave its {key} version as {value!r:.80}; expected a version string such as "
+                        "2.14.1")
+    try:
+        return Version(value.split("-")[0] if key == "rocm" else value)
+    except InvalidVersion:
+        shown = f"torch says __version__ = {value!r:.80}" if key == "torch" else f"its {key} version is {value!r:.80}"
+        raise ToolError(f"{where}: {shown}, which is not a version; expected a PEP 440 version such as 2.14.1 "
+                        f"(reinstall {key if key in ('torch', 'python') else 'torch'})") from None
+
+
+def _strings(facts: Mapping[str, object], key: str, where: str) -> list[str]:
+    value = facts.get(key)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ToolError(f"{where}: it gave {key} as {value!r:.80}; expected a list of strings")
+    return value
 
 
 def _project_backend(project: str) -> tuple[str, Backend] | None:
@@ -146,8 +210,9 @@ def _project_backend(project: str) -> tuple[str, Backend] | None:
 
 
 def check_backend(index_url: str, project: str, target: Environment) -> None:
-    """Refuse a CUDA build the target's torch cannot run, naming the project it should install instead (the
-    newest ``<kernel>-cuXY`` on the index that kernels' rule allows, or ``<kernel>-cpu`` for a CPU-only torch)."""
+    """Refuse a CUDA or ROCm build the target's torch cannot run, naming the project it should install instead (the
+    newest ``<kernel>-cuXY`` / ``<kernel>-rocmXY`` on the index that kernels' rule allows, or ``<kernel>-cpu`` for a
+    torch without that toolkit)."""
     parsed = _project_backend(project)
     if parsed is None or target.torch is None:
         return
@@ -160,21 +225,22 @@ def check_backend(index_url: str, project: str, target: Environment) -> None:
             canonicalize_name(project), redact(index_url), target.describe(),
             [f"{', '.join(others)} is already installed, and every {kernel} build installs the same package folder"],
             f"keep {others[0]}, or uninstall it first (pip uninstall {' '.join(others)}). Nothing was installed.")
-    if backend.kind != "cuda" or backend.version is None:
+    if backend.kind not in _TOOLKITS or backend.version is None:
         return
-    if target.cuda is not None and cuda_compatible(backend.version, target.cuda):
+    name, runtime = _TOOLKITS[backend.kind], target.toolkit(backend.kind)
+    if runtime is not None and cuda_compatible(backend.version, runtime):
         return
-    if target.cuda is None:
+    if runtime is None:
         alternatives = [f"{kernel}-cpu"]
-        why = f"{project} is built for CUDA {backend.version}, and this torch has no CUDA"
+        why = f"{project} is built for {name} {backend.version}, and this torch has no {name}"
     else:
-        alternatives = [f"{kernel}-{Backend('cuda', Version(f'{target.cuda.major}.{minor}')).tag}"
-                        for minor in range(target.cuda.minor, -1, -1)]
-        why = (f"{project} is built for CUDA {backend.version}, which a torch for CUDA {target.cuda} cannot load "
-               f"(it runs CUDA {target.cuda.major}.0 to {target.cuda} builds)")
+        alternatives = [f"{kernel}-{Backend(backend.kind, Version(f'{runtime.major}.{minor}')).tag}"
+                        for minor in range(runtime.minor, -1, -1)]
+        why = (f"{project} is built for {name} {backend.version}, which a torch for {name} {runtime} cannot load "
+               f"(it runs {name} {runtime.major}.0 to {runtime} builds)")
     found = next((name for name in alternatives if list_candidates(index_url, name)), None)
     hint = (f"install {found} instead (same command, that project name)" if found else
-            f"this index has none of {', '.join(alternatives)}; build {kernel} for your torch's CUDA")
+            f"this index has none of {', '.join(alternatives)}; build {kernel} for your torch's {name}")
     raise NoCompatibleWheel(canonicalize_name(project), redact(index_url), target.describe(), [why],
                             hint + ". Nothing was installed and torch was not touched.")
 
@@ -203,8 +269,15 @@ def choose_wheels(
             rejected.append(WheelRejected(candidate, f"needs torch{torch}, not {target.torch}"))
         else:
             accepted.append(candidate)
-    accepted.sort(key=lambda c: c.name.version, reverse=True)
+    rank = {tag: position for position, tag in enumerate(target.tag_order)}
+    accepted.sort(key=lambda c: (c.name.version, -_tag_rank(c, rank)), reverse=True)
     return accepted, rejected
+
+
+def _tag_rank(candidate: Candidate, rank: Mapping[str, int]) -> int:
+    """Where the candidate's best tag comes in the target's ``sys_tags()`` order (0: most preferred). pip and uv
+    order the builds of one version by it, so the plan names the file the installer will really take."""
+    return min((rank.get(str(tag), len(rank)) for tag in candidate.name.tags), default=len(rank))
 
 
 def _available_torch(rejected: Sequence[WheelRejected], torch_of: Mapping[str, SpecifierSet | None]) -> list[str]:
@@ -313,7 +386,7 @@ def _plan_install(
             "and that the URL ends in /simple/",
         )
     check_backend(index_url, project, target)
-    torch_of = {c.filename: torch_requirement_of(c) for c in candidates}
+    torch_of = {c.filename: torch_requirement_of(c, target.markers or None) for c in candidates}
     accepted, rejected = choose_wheels(candidates, target, torch_of)
     if not accepted:
         available = _available_torch(rejected, torch_of)
@@ -437,10 +510,15 @@ def shell_command(argv: Sequence[str]) -> str:
 
 
 def _reason(project: str, wheel: Candidate, torch: SpecifierSet | None, target: Environment) -> str:
-    parts = [f"the newest of {project}'s wheels that fits Python {target.python_version}"]
+    parts = [f"the newest of {project}'s wheels that fits Python {target.python_version}, and of that version's "
+             "builds the one whose tag this interpreter prefers (as pip and uv choose)"]
     if torch is not None:
         parts.append(f"its Requires-Dist torch{torch} admits the installed torch {target.torch}")
     parsed = _project_backend(project)
-    if parsed is not None and parsed[1].kind == "cuda" and target.cuda is not None:
-        parts.append(f"a CUDA {parsed[1].version} build runs on torch's CUDA {target.cuda} (same major, older minor)")
+    runtime = target.toolkit(parsed[1].kind) if parsed is not None else None
+    if parsed is not None and parsed[1].kind in _TOOLKITS and runtime is not None:
+        name = _TOOLKITS[parsed[1].kind]
+        # Only these two pass kernels' rule (``cuda_compatible``); "older minor" for 13.0 on 13.0 was wrong.
+        relation = "same version" if parsed[1].version == runtime else "same major, older minor"
+        parts.append(f"a {name} {parsed[1].version} build runs on torch's {name} {runtime} ({relation})")
     return "; ".join(parts)

@@ -16,10 +16,13 @@ import enum
 import os
 import re
 import urllib.parse
+from email.message import Message
 from pathlib import Path
 from types import ModuleType
 
 import huggingface_hub  # the package itself is lazy: only its constants module reads HF_ENDPOINT
+
+from tools.kernelwheel import answer_deadline
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # The answer huggingface_hub turns into DisabledRepoError before it looks at a RepoNotFound code.
@@ -28,7 +31,8 @@ _DISABLED = "Access to this resource is disabled."
 
 class Answer(enum.Enum):
     NO_SUCH_REPOSITORY = "no such repository"
-    # No answer within huggingface_hub's own HEAD timeout: asking again through it would wait as long again.
+    # No complete answer within huggingface_hub's own HEAD timeout (HF_HUB_ETAG_TIMEOUT, for the whole answer here):
+    # asking again through it would wait as long again.
     TIMED_OUT = "no answer in time"
 
 
@@ -83,17 +87,26 @@ def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, r
     opener = urllib.request.OpenerDirector()
     opener.add_handler(urllib.request.ProxyHandler())
     opener.add_handler(urllib.request.HTTPSHandler() if url.startswith("https:") else urllib.request.HTTPHandler())
-    try:
+    seconds = float(_constants().HF_HUB_ETAG_TIMEOUT)
+
+    def head() -> tuple[int, Message] | None:
         request = urllib.request.Request(url, method="HEAD", headers=headers)
-        response = opener.open(request, timeout=_constants().HF_HUB_ETAG_TIMEOUT)
+        response = opener.open(request, timeout=seconds)
         if response is None:  # a scheme with no handler here
             return None
         with response:
-            status, answer = response.status, response.headers
+            return response.status, response.headers
+
+    try:
+        # The timeout above bounds each read; call_within bounds the whole answer (a server dripping its headers).
+        result = answer_deadline.call_within(seconds, head, "answer to the revision HEAD")
     except (OSError, ValueError, http.client.HTTPException) as exc:
         # urllib wraps a connect timeout in URLError; a timeout waiting for the answer comes as it is.
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         return TIMED_OUT if isinstance(reason, TimeoutError) else None
+    if result is None:
+        return None
+    status, answer = result
     if status in (401, 404) and answer.get("X-Error-Code") == "RepoNotFound" \
             and answer.get("X-Error-Message") != _DISABLED:
         return NO_SUCH_REPOSITORY

@@ -15,12 +15,12 @@ from pathlib import Path
 from packaging.version import Version
 from rich.console import Console
 
-from tools.kernelwheel import background_fetch, hub
+from tools.kernelwheel import background_fetch, hub, ref_listing
 from tools.kernelwheel.console import ActivityTask, activity, print_step, print_warning
 from tools.kernelwheel.convert import Arrivals, Source, cancelled_on_error
-from tools.kernelwheel.errors import ToolError
+from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, ToolError
 from tools.kernelwheel.format import lockfile
-from tools.kernelwheel.format.kernel_depends import Dependency
+from tools.kernelwheel.format.dependency import Dependency
 from tools.kernelwheel.trust import TrustPolicy, check_publisher
 
 
@@ -102,6 +102,65 @@ def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Seq
         return snapshot, None
 
 
+def _list_refs(settings: hub.HubSettings, repo_id: str,
+               console: Console) -> tuple[ref_listing.RefListing | None, hub.HubSettings]:
+    """``repo_id``'s tags and branches, asked of the Hub (and recorded); offline, the recorded listing. When the Hub
+    does not answer: the recorded listing with one warning, and settings that keep the rest of this source to the
+    cache (asking again for every file would only repeat the failure). None: offline or the Hub down, and nothing
+    recorded; the caller says what it needed the listing for."""
+    if settings.offline:
+        return hub.recorded_refs(settings, repo_id), settings
+    try:
+        return hub.list_refs(settings.api(), settings, repo_id), settings
+    except RepositoryNotFound:
+        raise
+    except HubError as exc:
+        problem = exc
+    settings = settings.unreachable(str(problem).removeprefix(f"{repo_id}: "))
+    recorded = hub.recorded_refs(settings, repo_id)
+    if recorded is not None:
+        print_warning(console, f"{problem}; using its tags and branches as listed {recorded.listed_at:%Y-%m-%d %H:%M} "
+                               "UTC and the files in the cache")
+    return recorded, settings
+
+
+def _version_ref(settings: hub.HubSettings, repo_id: str, spec: str,
+                 console: Console) -> tuple[hub.VersionRef, ref_listing.RefListing | None, hub.HubSettings]:
+    """``--version``: the newest matching ``v<version>`` ref, from the listing ``_list_refs`` gives, else (offline or
+    the Hub down, nothing recorded) from the names in huggingface_hub's cache."""
+    listing, settings = _list_refs(settings, repo_id, console)
+    if listing is None:
+        _, refs = hub.cached_version_refs(settings, repo_id)
+    else:
+        refs = hub.version_refs(listing.tags.items(), listing.branches.items())
+    return hub.pick_version(refs, spec, repo_id), listing, settings
+
+
+def _release(settings: hub.HubSettings, repo_id: str, revision: str, commit: str,
+             listing: ref_listing.RefListing | None, console: Console) -> Version | None:
+    """The release version of ``commit``: ``revision``'s own when it names a release (``v1.2.3``), else that of a
+    release tag at the commit, else None (the commit's date names it). A recorded listing that shows such a tag is
+    enough (a release tag does not move); otherwise the Hub is asked, and without an answer the recorded listing is
+    used. ``OfflineCacheMiss`` when no listing can be had: a version guessed here would name one commit twice."""
+    own = ref_listing.release_version(revision)
+    if own is not None:
+        return own
+    for known in (listing, hub.recorded_refs(settings, repo_id)):
+        found = None if known is None else ref_listing.release_at(known, commit)
+        if found is not None:
+            return found[1]
+    if listing is None:
+        listing, settings = _list_refs(settings, repo_id, console)
+    if listing is None:
+        why, record = settings.offline_reason, hub.listing_path(settings, repo_id)
+        raise OfflineCacheMiss(
+            f"{repo_id}@{commit[:12]}: cannot tell whether a release tag points at this commit (a tag names the "
+            f"wheels' version): {why}, and no listing of its tags is recorded in {record}; "
+            "run once with the Hub reachable (without HF_HUB_OFFLINE), or pass --kernel-version")
+    found = ref_listing.release_at(listing, commit)
+    return None if found is None else found[1]
+
+
 def hub_source(
     settings: hub.HubSettings,
     repo_id: str,
@@ -111,26 +170,36 @@ def hub_source(
     variant_globs: Sequence[str] = (),
     trust: TrustPolicy,
     console: Console,
+    kernel_version_given: bool = False,
 ) -> Source:
-    """``repo_id`` at ``revision`` (default ``main``) or at the newest ``v<version>`` ref matching ``version_spec``."""
+    """``repo_id`` at ``revision`` (default ``main``) or at the newest ``v<version>`` ref matching ``version_spec``;
+    its wheels' version is a release tag's wherever one points at the commit (``_release``), whatever named it.
+    ``kernel_version_given``: the caller names the version (--kernel-version), so no listing is needed for it."""
     _check_trust(settings, repo_id, trust, console)
     patterns = [f"build/{glob}/*" for glob in variant_globs] or ["build/*"]
+    default_revision = revision is None and version_spec is None
     revision = revision or "main"
-    version = hub.version_of_ref(revision)
+    series, listing = hub.version_of_ref(revision), None
     if version_spec is not None:
-        _, ref = hub.resolve_version(settings.api(), settings, repo_id, version_spec)
+        ref, listing, settings = _version_ref(settings, repo_id, version_spec, console)
         print_step(console, f"{repo_id}: --version {version_spec} → {ref.kind} {ref.name} at {ref.commit}")
-        revision, version = ref.name, ref.version
+        revision, series = ref.name, ref.version
     snapshot, arrivals = _fetch(settings, repo_id, revision, patterns, console)
     with cancelled_on_error(arrivals):
         print_step(console, f"{repo_id}@{revision}: commit {snapshot.commit}")
-        return _snapshot_source(settings, snapshot, version, None, console, arrivals)
+        if default_revision and arrivals is None and not (snapshot.root / "build").is_dir():
+            raise ToolError(f"{repo_id}@main has no build/ directory; kernels publish builds on version branches "
+                            "and tags: pass --version <major> (e.g. --version 1) or --revision <branch|tag|commit>")
+        release = None if kernel_version_given else \
+            _release(settings, repo_id, revision, snapshot.commit, listing, console)
+        return _snapshot_source(settings, snapshot, release, series, None, console, arrivals)
 
 
 def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | None = None,
-                 trust: TrustPolicy, console: Console) -> Iterator[Source]:
-    """Every kernel a ``kernels.lock`` pins (only ``repo_id``'s when given), at its locked commit; an old-format lock
-    also limits the run to its variants and checks their hashes."""
+                 trust: TrustPolicy, console: Console, kernel_version_given: bool = False) -> Iterator[Source]:
+    """Every kernel a ``kernels.lock`` pins (only ``repo_id``'s when given), at its locked commit, versioned by the
+    release tag at that commit as every other route is (``_release``); an old-format lock also limits the run to its
+    variants and checks their hashes."""
     locks = lockfile.load_lockfile(lock_path)
     if repo_id is not None:
         locks = [lock for lock in locks if lock.repo_id == repo_id]
@@ -139,27 +208,23 @@ def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | N
     for lock in locks:
         _check_trust(settings, lock.repo_id, trust, console)  # before any download of any locked kernel
     for lock in locks:
-        locked_version: Version | None = None
-        try:
-            _, refs = hub.list_version_refs(settings.api(), settings, lock.repo_id)
-            locked_version = next((r.version for r in refs if r.commit == lock.sha), None)
-        except ToolError:
-            pass  # the version is only a nicety for the wheel version; the commit is what is locked
         locked = lock.variants
         patterns = [f"build/{v}/*" for v in locked] if locked is not None else ["build/*"]
         snapshot, arrivals = _fetch(settings, lock.repo_id, lock.sha, patterns, console)
         with cancelled_on_error(arrivals):
             print_step(console, f"{lock.repo_id}: locked commit {snapshot.commit}")
-            source = _snapshot_source(settings, snapshot, locked_version, lock.variants, console, arrivals)
+            release = None if kernel_version_given else \
+                _release(settings, lock.repo_id, lock.sha, snapshot.commit, None, console)
+            source = _snapshot_source(settings, snapshot, release, None, lock.variants, console, arrivals)
         yield source
 
 
-def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_version: Version | None,
-                     locks: Mapping[str, lockfile.VariantLock] | None, console: Console,
+def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, release: Version | None,
+                     series: Version | None, locks: Mapping[str, lockfile.VariantLock] | None, console: Console,
                      arrivals: Arrivals | None) -> Source:
-    """A release ref (``v1.2.3``) names the wheels' version exactly; any other ref (a version branch ``v1``, ``main``,
-    a commit) gets the commit's date into the version, so that distinct builds never share a wheel filename."""
-    release = ref_version if ref_version is not None and len(ref_version.release) >= 2 else None
+    """A release (``_release``) names the wheels' version exactly; a commit without one (a version branch ``v1``,
+    ``main``, a commit) gets its date into the version (and ``series``' major), so that distinct builds never share
+    a wheel filename."""
     commit_date = None
     if release is None:
         try:
@@ -172,7 +237,7 @@ def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_vers
         kernel_name=snapshot.repo_id.split("/")[-1],
         repo_id=snapshot.repo_id,
         version=release,
-        series=ref_version if release is None else None,
+        series=series if release is None else None,
         commit_date=commit_date,
         trusted_roots=(snapshot.blobs,),
         locks=locks,
@@ -181,11 +246,12 @@ def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, ref_vers
 
 
 def dependency_source(settings: hub.HubSettings, dependency: Dependency, *, variant_globs: Sequence[str] = (),
-                      trust: TrustPolicy, console: Console) -> Source:
+                      trust: TrustPolicy, console: Console, kernel_version_given: bool = False) -> Source:
     """A ``kernel-depends`` entry as a Hub source: ``version: N`` is the newest ``vN`` ref (kernels' rule), a
     ``revision`` that branch, tag or commit. The same trust gate applies as to the kernel that needs it."""
     if dependency.version is not None:
         return hub_source(settings, dependency.repo_id, version_spec=str(dependency.version),
-                          variant_globs=variant_globs, trust=trust, console=console)
+                          variant_globs=variant_globs, trust=trust, console=console,
+                          kernel_version_given=kernel_version_given)
     return hub_source(settings, dependency.repo_id, revision=dependency.revision, variant_globs=variant_globs,
-                      trust=trust, console=console)
+                      trust=trust, console=console, kernel_version_given=kernel_version_given)

@@ -21,10 +21,11 @@ import os
 import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic
+from types import TracebackType
+from typing import IO, Generic
 from zipfile import ZIP_DEFLATED, ZIP_STORED, BadZipFile, LargeZipFile, ZipFile, ZipInfo
 
 from packaging.metadata import Metadata, RawMetadata, parse_email
@@ -37,6 +38,7 @@ from wheel.wheelfile import WheelError, WheelFile, urlsafe_b64encode
 from tools.kernelwheel.atomic import atomic_path, temporary_directory
 from tools.kernelwheel.errors import InvalidWheel, OutputNotWritable, one_line
 from tools.kernelwheel.format.digests import checked_digest, file_digest
+from tools.kernelwheel.layout import check_relpath
 from tools.kernelwheel.naming import WheelName
 
 # 1980-01-02: the earliest date a zip file holds in every timezone.
@@ -92,10 +94,38 @@ class _ReproducibleWheelFile(WheelFile):
     """``wheel``'s WheelFile (which hashes every entry into RECORD) with a fixed timestamp on every entry, and
     ``write_path`` to stream a file in (``WheelFile.write`` reads the whole file into memory)."""
 
+    fp: IO[bytes] | None  # ZipFile's; declared again since mypy cannot follow it through wheel's WheelFile
+
     def writestr(self, zinfo_or_arcname: str | ZipInfo, data: bytes | str, compress_type: int | None = None) -> None:
         if isinstance(zinfo_or_arcname, str):
             zinfo_or_arcname = _zipinfo(zinfo_or_arcname, ZIP_DEFLATED)
         super().writestr(zinfo_or_arcname, data, compress_type)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        """Finish the archive after a complete write; after a failed one (or when finishing fails) ``abandon`` it.
+
+        Finishing writes RECORD and the central directory: after EFBIG or ENOSPC those writes fail again, zipfile
+        then keeps the file open and ``ZipFile.__del__`` retries them at exit, printing "Exception ignored in" and a
+        traceback after the one-line error the caller already gave."""
+        if exc_type is not None:
+            self.abandon()
+            return
+        try:
+            self.close()
+        except BaseException:
+            self.abandon()
+            raise
+
+    def abandon(self) -> None:
+        """Close the file without writing another byte, leaving nothing for ``__del__`` to finish; the caller removes
+        the unfinished file (it is a temporary). A flush that fails again while closing changes nothing: the write
+        already failed, and that error is the one reported."""
+        fp = self.fp
+        self.fp = None
+        if fp is not None:
+            with suppress(OSError):
+                fp.close()
 
     def write_path(self, info: ZipInfo, path: Path, on_bytes: BytesCallback | None) -> str:
         """Stream ``path`` in as ``info``; returns its RECORD hash (``sha256=<urlsafe b64>``)."""
@@ -313,6 +343,9 @@ def _reading(label: str) -> Iterator[None]:
 # zip bomb of a few KiB can declare terabytes.
 MAX_READ_BYTES = 4 << 30
 _KEPT_ANYWAY = ("METADATA", "WHEEL")  # what check_wheel keeps of the .dist-info
+# The most bytes of METADATA a wheel may hold. Parsing it takes ~12x its size in memory (a 100 MB METADATA cost the
+# index 1.25 GB); the largest on PyPI (long descriptions) are a few hundred kB. docs/private-index.md names it.
+MAX_METADATA_BYTES = 4 << 20
 
 
 def read_wheel(path: Path, label: str | None = None) -> WheelContents:
@@ -336,9 +369,27 @@ def unpack_wheel(path: Path, place: Callable[[str], Path], label: str | None = N
     WheelName.parse(path.name)
     with _reading(label), WheelFile(path) as wheel:
         members = _members_within_limit(wheel, label, "unpacks to disk")
+        check_paths(wheel, label)
         for info in members:
             _copy_member(wheel, info, place(info.filename))
     return [info.filename for info in members]
+
+
+def check_paths(wheel: WheelFile, label: str) -> None:
+    """Refuse a member or RECORD entry that is not a plain relative path inside the wheel (absolute, ``..``,
+    backslash: ``layout.check_relpath``, the rule hub2wheel applies to a variant's files), and a RECORD entry naming
+    a file the wheel does not hold. An installer writes RECORD's paths (pip refuses ``../../evil.py``), so a wheel
+    that names one is refused wherever it is read: verify_wheel, the index, upload."""
+    members = {info.filename for info in wheel.infolist() if not info.is_dir()}
+    for name in sorted(members):
+        check_relpath(name, f"{label}: member", inside="the wheel", error=InvalidWheel)
+    with wheel.open(wheel.record_path) as record:
+        rows = list(csv.reader(io.TextIOWrapper(record, encoding="utf-8", newline="")))
+    for entry in (row[0] for row in rows if row):
+        check_relpath(entry, f"{label}: RECORD entry", inside="the wheel", error=InvalidWheel)
+        if entry not in members:
+            raise InvalidWheel(f"{label}: RECORD names {entry!r}, which the wheel does not hold; expected only the "
+                               "wheel's own files")
 
 
 def _files(wheel: WheelFile) -> list[ZipInfo]:
@@ -378,6 +429,8 @@ def _read(path: Path, label: str, *, keep_files: bool) -> WheelContents:
     with _reading(label), WheelFile(path) as wheel:
         dist_info = wheel.dist_info_path
         members = _members_within_limit(wheel, label, "reads into memory") if keep_files else _files(wheel)
+        check_paths(wheel, label)
+        _check_metadata_size(wheel, f"{dist_info}/METADATA", label)
         kept = {f"{dist_info}/{n}" for n in _KEPT_ANYWAY}
         files = {info.filename: _checked_member(wheel, info, keep_files or info.filename in kept) for info in members}
         if not keep_files:
@@ -393,6 +446,16 @@ def _read(path: Path, label: str, *, keep_files: bool) -> WheelContents:
     # Files of the old .dist-info (licenses, entry points) move to the new name when the wheel is renamed.
     renamed = {_move_dist_info(p, dist_info, name.dist_info): data for p, data in files.items()}
     return WheelContents(name=name, metadata=raw, files=renamed, root_is_purelib=purelib)
+
+
+def _check_metadata_size(wheel: WheelFile, name: str, label: str) -> None:
+    """Refuse a METADATA over ``MAX_METADATA_BYTES`` before it is read (the zip's size is what zipfile reads up to)."""
+    try:
+        size = wheel.getinfo(name).file_size
+    except KeyError:
+        return  # _read says "has no METADATA"
+    if size > MAX_METADATA_BYTES:
+        raise InvalidWheel(f"{label}: its METADATA is {size} bytes; expected at most {MAX_METADATA_BYTES >> 20} MiB")
 
 
 def _checked_member(wheel: WheelFile, info: ZipInfo, keep: bool) -> bytes:

@@ -21,12 +21,17 @@ another host do not inherit it) and is redacted from every message.
 from __future__ import annotations
 
 import hashlib
-import io
+import os
+import stat
+import tempfile
+import threading
+import time
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, TypeVar
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
@@ -47,6 +52,7 @@ from pypi_simple import (
     UnsupportedRepoVersionError,
 )
 
+from tools.kernelwheel.answer_deadline import MIN_BYTES_PER_S, call_within
 from tools.kernelwheel.errors import (
     DigestMismatch,
     IndexUnreachable,
@@ -57,19 +63,33 @@ from tools.kernelwheel.errors import (
     one_line,
 )
 from tools.kernelwheel.index.body_limit import TooLarge, mount_body_limit
-from tools.kernelwheel.index.wheels import torch_requirement_from
+from tools.kernelwheel.index.wheels import metadata_bytes, torch_requirement_from
 from tools.kernelwheel.limited_read import read_limited
 from tools.kernelwheel.naming import WheelName, labelled_torch
 from tools.kernelwheel.urls import printable, redact, url_problem
+from tools.kernelwheel.wheelfile import MAX_METADATA_BYTES
 
 # Seconds, for every request: to connect, and between two reads of the answer (requests' timeout).
 _TIMEOUT_S = 30
+# Seconds for each whole answer (``answer_s``): a page or a .metadata file in full; a wheel's headers, its body
+# getting this plus the time its bytes so far take at MIN_BYTES_PER_S. A read timeout alone never ends an answer
+# that drips a byte every 2 s. Tunable by this variable (docs/private-index.md).
+ANSWER_ENV = "KERNELWHEEL_INDEX_TIMEOUT"
+_ANSWER_S = 60.0
 _HTTP = ("http", "https")
-# A wheel is downloaded (into memory) only when neither a PEP 658 file nor a +torchX.Y label says its torch.
+# A wheel is downloaded (to a temporary file, its sha256 checked as it arrives) only when neither a PEP 658 file nor
+# a +torchX.Y label says its torch; one larger than this is refused as soon as it passes it.
 _MAX_WHEEL_BYTES = 2 << 30
-# A project page or a .metadata file is refused past this size while it is read (PyPI's largest pages are a few MB):
-# the deadline bounds how long an index can talk, this bounds what it can make the tool hold.
-_MAX_PAGE_BYTES = 64 << 20
+T = TypeVar("T")
+# A project page or a .metadata file is refused past this size while it is read: the deadline bounds how long an
+# index can talk, this bounds what it can make the tool hold. pypi-simple parses a page into ~40x its size (a 17 MB
+# page of 200,000 links took the command to 800 MB); a kernel's page of a few thousand wheels is well under 1 MiB,
+# and the index writer refuses a METADATA over 4 MiB anyway. docs/private-index.md names both limits.
+_MAX_PAGE_BYTES = 4 << 20
+# ... and a page holding more tags or JSON objects and arrays than this (``<``, ``{``, ``[``, counted before it is
+# parsed) is refused: parsing costs a few kB per element whatever its size in bytes, so bytes alone do not bound it
+# (4 MiB of bare ``<a>`` tags are 1.4 million elements). A wheel link is 2 or 3 tags: about 8,000 wheels.
+_MAX_PAGE_ELEMENTS = 24_000
 
 
 @dataclass(frozen=True)
@@ -220,14 +240,42 @@ def _package(candidate: Candidate) -> DistributionPackage:
 # ---------------------------------------------------------------------------------------------------- pages
 
 
+def _check_elements(body: bytes, url: str) -> None:
+    """Refuse a page of more than ``_MAX_PAGE_ELEMENTS`` tags or JSON objects and arrays before it is parsed: what
+    parsing holds grows with their number, which the byte limit alone leaves at millions."""
+    elements = body.count(b"<") + body.count(b"{") + body.count(b"[")
+    if elements > _MAX_PAGE_ELEMENTS:
+        raise IndexUnreachable(
+            f"{redact(url)}: the page holds {elements} tags or JSON objects, more than the {_MAX_PAGE_ELEMENTS} "
+            f"(about {_MAX_PAGE_ELEMENTS // 3} wheels) this tool reads; refusing it")
+
+
+def _fetch_page(client: PyPISimple, project: str, page_url: str) -> ProjectPage:
+    """pypi-simple's ``get_project_page``, with the body (read under the byte limit) checked by ``_check_elements``
+    before pypi-simple parses it."""
+    url = client.get_project_url(project)
+    response = client.s.get(url, timeout=_TIMEOUT_S, headers={"Accept": client.accept})
+    if response.status_code == 404:
+        raise NoSuchProjectError(project, url)
+    response.raise_for_status()
+    _check_elements(response.content, page_url)
+    return ProjectPage.from_response(response, project)
+
+
 def _project_page(index_url: str, project: str) -> ProjectPage | None:
     page_url = project_url(index_url, project)
     try:
         if _check_scheme(index_url) == "file":
             body = _read_file(page_url)
-            return None if body is None else ProjectPage.from_html(project, body, base_url=page_url)
-        with _client(index_url) as client:
-            return client.get_project_page(project, timeout=_TIMEOUT_S)
+            if body is None:
+                return None
+            _check_elements(body, page_url)
+            return ProjectPage.from_html(project, body, base_url=page_url)
+        def fetch() -> ProjectPage:
+            with _client(index_url) as client:
+                return _fetch_page(client, project, page_url)
+
+        return _within(page_url, fetch)
     except ToolError:
         raise
     except NoSuchProjectError:
@@ -295,11 +343,14 @@ def _metadata(candidate: Candidate) -> bytes | None:
         if data is not None:
             _check_local(data, candidate.metadata_digests, url, what)
         return data
-    try:
+    def fetch() -> bytes:
         with _client(url) as client:
             return client.get_package_metadata_bytes(
                 _package(candidate), verify=bool(candidate.metadata_digests), timeout=_TIMEOUT_S
             )
+
+    try:
+        return _within(url, fetch)
     except NoMetadataError:
         return None
     except DigestMismatchError as exc:
@@ -314,55 +365,167 @@ def _metadata(candidate: Candidate) -> bytes | None:
         raise IndexUnreachable(f"{redact(url)}: {one_line(exc)}") from None
 
 
-def _wheel(candidate: Candidate) -> bytes:
-    """The candidate's wheel, checked against the page's ``#sha256=`` when it gives one."""
+class _Download:
+    """Where a wheel's bytes go as they arrive: a file, the page's hashes and a byte count updated on the way, so
+    that neither the size cap nor a hash needs the whole wheel in memory."""
+
+    def __init__(self, sink: IO[bytes] | None, digests: Mapping[str, str], url: str, what: str,
+                 too_large: Callable[[str], ToolError]) -> None:
+        known = {alg: value for alg, value in digests.items() if alg in hashlib.algorithms_available}
+        if digests and not known:
+            raise DigestMismatch(f"{redact(url)}: the {what} has no hash this tool can check ({', '.join(digests)})")
+        self._sink, self._expected, self._url, self._what, self._too_large = sink, known, url, what, too_large
+        self._hashes = {alg: hashlib.new(alg) for alg in known}
+        self.received = 0  # read by the deadline's loop in another thread: a plain int, written here only
+        self.cancelled = threading.Event()
+
+    def add(self, chunks: Iterable[bytes]) -> None:
+        for chunk in chunks:
+            if self.cancelled.is_set():
+                raise IndexUnreachable(f"{redact(self._url)}: abandoned at its deadline")
+            if self.received + len(chunk) > _MAX_WHEEL_BYTES:
+                raise self._too_large(self._url)
+            for hasher in self._hashes.values():
+                hasher.update(chunk)
+            if self._sink is not None:
+                self._sink.write(chunk)
+            self.received += len(chunk)
+
+    def check(self) -> None:
+        """Refuse the bytes received unless they have every hash the page gives."""
+        for algorithm, hasher in self._hashes.items():
+            if hasher.hexdigest() != self._expected[algorithm].lower():
+                raise _mismatch(self._what, self._url, algorithm, self._expected[algorithm], hasher.hexdigest())
+
+
+def answer_s() -> float:
+    """Seconds for one answer (``KERNELWHEEL_INDEX_TIMEOUT``, default 60), read at call time."""
+    text = os.environ.get(ANSWER_ENV, "").strip()
+    if not text:
+        return _ANSWER_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= 86400:  # also refuses nan
+        raise InvalidIndexUrl(f"{ANSWER_ENV}: expected a positive number of seconds, at most 86400, got {text!r:.40}")
+    return seconds
+
+
+def _late(url: str, seconds: float) -> IndexUnreachable:
+    return IndexUnreachable(
+        f"{redact(url)}: no complete answer within {seconds:g} s ({ANSWER_ENV}); the server is too slow or is "
+        "holding the connection open")
+
+
+def _within(url: str, work: Callable[[], T]) -> T:
+    """``work()`` (one request and its whole answer), or ``IndexUnreachable`` once ``answer_s()`` passed."""
+    seconds = answer_s()
+    try:
+        return call_within(seconds, work, f"answer from {redact(url)}")
+    except TimeoutError:
+        raise _late(url, seconds) from None
+
+
+def _within_growing(url: str, download: _Download, work: Callable[[], None]) -> None:
+    """``work()``, a download into ``download``, ended (``IndexUnreachable``) once it has taken longer than
+    ``answer_s()`` plus its bytes so far at ``MIN_BYTES_PER_S``: a large wheel gets the time it needs, a drip does
+    not. The abandoned download stops at its next chunk (``cancelled``) and its file goes with the caller's folder."""
+    base, start = answer_s(), time.monotonic()
+    done, failure = threading.Event(), []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to the caller's thread as it is
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True, name="index-download").start()
+    while True:
+        allowed = base + download.received / MIN_BYTES_PER_S
+        if done.wait(max(0.0, allowed - (time.monotonic() - start))):
+            break
+        if time.monotonic() - start >= base + download.received / MIN_BYTES_PER_S:
+            download.cancelled.set()
+            raise _late(url, allowed)
+    if failure:
+        raise failure[0]
+
+
+def _local_wheel(url: str, download: _Download, missing: ToolError) -> Path:
+    """A file:// wheel where it lies, hashed as it is read (in pieces, never whole in memory)."""
+    path = Path(url2pathname(unquote(urlsplit(url).path)))
+    try:
+        with path.open("rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise IndexUnreachable(f"{redact(url)}: not a regular file")
+            download.add(iter(lambda: file.read(1 << 20), b""))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise missing from None
+    except OSError as exc:
+        raise IndexUnreachable(f"{redact(url)}: {exc.strerror or exc}") from None
+    return path
+
+
+def _wheel(candidate: Candidate, folder: Path) -> Path:
+    """The candidate's wheel as a file (downloaded into ``folder`` over http(s)), checked against the page's hash
+    as its bytes arrived and refused as soon as it passes ``_MAX_WHEEL_BYTES``."""
     url = candidate.url
     what = f"wheel {candidate.filename}"
     missing = IndexUnreachable(f"{redact(url)}: listed on the index but not downloadable (404)")
 
     def too_large(where: str) -> ToolError:
-        return InvalidWheel(f"{redact(where)}: the {what} is over {_MAX_WHEEL_BYTES >> 30} GiB, refusing it")
+        cap = f"{_MAX_WHEEL_BYTES >> 30} GiB" if _MAX_WHEEL_BYTES >= 1 << 30 else f"{_MAX_WHEEL_BYTES >> 20} MiB"
+        return InvalidWheel(f"{redact(where)}: the {what} is over {cap}, refusing it")
 
     if _check_scheme(url) == "file":
-        data = _read_file(url, _MAX_WHEEL_BYTES, too_large)
-        if data is None:
-            raise missing
-        _check_local(data, candidate.digests, url, what)
-        return data
-    try:
-        # In memory, not in a temporary file: a download abandoned at the command's deadline leaves nothing behind.
-        with (_client(url, _MAX_WHEEL_BYTES, too_large) as client,
-              client.s.get(url, stream=True, timeout=_TIMEOUT_S) as response):
-            if response.status_code == 404:
-                raise missing
-            response.raise_for_status()
-            received = bytearray()
-            for chunk in response.iter_content(1 << 20):
-                received += chunk
-    except ToolError:
-        raise
-    except requests.RequestException as exc:
-        raise _unreachable(url, exc) from None
-    except ValueError as exc:
-        raise IndexUnreachable(f"{redact(url)}: {one_line(exc)}") from None
-    data = bytes(received)  # one copy of the download, checked and returned
-    _check_local(data, candidate.digests, url, what)
-    return data
+        download = _Download(None, candidate.digests, url, what, too_large)
+        path = _local_wheel(url, download, missing)
+        download.check()
+        return path
+    target = folder / "wheel.whl"
+    with target.open("wb") as sink:
+        download = _Download(sink, candidate.digests, url, what, too_large)
+
+        def fetch() -> None:
+            with (_client(url, _MAX_WHEEL_BYTES, too_large) as client,
+                  client.s.get(url, stream=True, timeout=_TIMEOUT_S) as response):
+                if response.status_code == 404:
+                    raise missing
+                response.raise_for_status()
+                download.add(response.iter_content(1 << 16))
+
+        try:
+            _within_growing(url, download, fetch)
+        except ToolError:
+            raise
+        except requests.RequestException as exc:
+            raise _unreachable(url, exc) from None
+        except ValueError as exc:
+            raise IndexUnreachable(f"{redact(url)}: {one_line(exc)}") from None
+    download.check()
+    return target
 
 
-def _metadata_of_wheel(data: bytes, candidate: Candidate) -> bytes:
+def _metadata_of_wheel(path: Path, candidate: Candidate) -> bytes:
     where = redact(candidate.url)
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        with zipfile.ZipFile(path) as archive:
             names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
             if not names:
                 raise InvalidWheel(f"{where}: not a wheel: it has no *.dist-info/METADATA")
             if len(names) > 1:
                 raise InvalidWheel(f"{where}: not a wheel: it has {len(names)} METADATA files ({', '.join(names)})")
-            return archive.read(names[0])
+            with archive.open(names[0]) as member:
+                data = member.read(MAX_METADATA_BYTES + 1)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
             UnicodeError, OSError) as exc:
         raise InvalidWheel(f"{where}: not a wheel (not a readable zip archive: {exc})") from None
+    if len(data) > MAX_METADATA_BYTES:
+        raise InvalidWheel(f"{where}: its METADATA is over {MAX_METADATA_BYTES >> 20} MiB; expected at most that")
+    return data
 
 
 def _core_metadata(data: bytes, candidate: Candidate, source: str) -> dict[str, object]:
@@ -384,21 +547,57 @@ def _core_metadata(data: bytes, candidate: Candidate, source: str) -> dict[str, 
     return dict(raw)
 
 
-def torch_requirement_of(candidate: Candidate) -> SpecifierSet | None:
-    """The wheel's ``Requires-Dist: torch`` specifier: from PEP 658 metadata, else the label, else the wheel.
+def _check_against_wheel(candidate: Candidate, metadata: bytes) -> None:
+    """Refuse a ``.metadata`` that is not the METADATA of the wheel it stands for, where that wheel is at hand (a
+    file:// index: its METADATA member is read, bounded, not the whole wheel). A hash on the page only proves the
+    file is the one the page names; a ``.metadata`` that says ``torch>=2.10`` for a wheel pinned to 2.13 would make
+    the plan, and the installer's resolver, install it next to a torch it was not built for."""
+    parts = urlsplit(candidate.url)
+    if parts.scheme != "file":
+        return  # over http(s) the wheel is not downloaded for this (it can be GBs); pip downloads it
+    path = Path(url2pathname(unquote(parts.path)))
+    where = redact(candidate.metadata_url or candidate.url)
+    try:
+        own = metadata_bytes(path)
+    except FileNotFoundError:
+        raise IndexUnreachable(f"{redact(candidate.url)}: listed on the index but not there") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
+            UnicodeError, OSError) as exc:
+        raise InvalidWheel(f"{redact(candidate.url)}: not a wheel (not a readable zip archive: {exc})") from None
+    if own != metadata:
+        raise InvalidWheel(
+            f"{where}: differs from the METADATA inside {candidate.filename} (Requires-Dist "
+            f"{_requires(metadata)} vs {_requires(own)}); expected the wheel's own METADATA. The index is stale or "
+            "was tampered with: rebuild it (python -m tools.cli.index)"
+        )
+
+
+def _requires(metadata: bytes) -> list[str]:
+    raw, _ = parse_email(metadata)
+    return [printable(line) for line in raw.get("requires_dist", [])]
+
+
+def torch_requirement_of(candidate: Candidate, environment: Mapping[str, str] | None = None) -> SpecifierSet | None:
+    """The wheel's ``Requires-Dist: torch`` specifier that applies in ``environment`` (the target's PEP 508 marker
+    values; None: every torch line applies, ``torch_requirement_from``): from PEP 658 metadata, else the label, else
+    the wheel.
 
     Raises ``DigestMismatch`` when the ``.metadata`` (or wheel) fetched is not the file the page's hash names,
-    ``InvalidWheel`` when the wheel downloaded as fallback is not a zip with one ``.dist-info/METADATA``.
+    ``InvalidWheel`` when the wheel downloaded as fallback is not a zip with one ``.dist-info/METADATA``, or when a
+    ``.metadata`` differs from the METADATA of a wheel at hand (``_check_against_wheel``).
     """
     metadata = _metadata(candidate) if candidate.metadata_url is not None else None
     if metadata is not None:
         assert candidate.metadata_url is not None
         raw = _core_metadata(metadata, candidate, redact(candidate.metadata_url))
+        _check_against_wheel(candidate, metadata)
     else:
         label = labelled_torch(candidate.name.version)
         if label is not None:
             return SpecifierSet(f"=={label}.*")
-        raw = _core_metadata(_metadata_of_wheel(_wheel(candidate), candidate), candidate,
-                             f"{redact(candidate.url)} (its METADATA)")
+        # The folder (and the download in it) is gone whatever happens, a deadline or an error included.
+        with tempfile.TemporaryDirectory(prefix="kernelwheel-wheel-") as folder:
+            metadata = _metadata_of_wheel(_wheel(candidate, Path(folder)), candidate)
+        raw = _core_metadata(metadata, candidate, f"{redact(candidate.url)} (its METADATA)")
     requires = raw.get("requires_dist", [])
-    return torch_requirement_from(requires if isinstance(requires, list) else [], candidate.filename)
+    return torch_requirement_from(requires if isinstance(requires, list) else [], candidate.filename, environment)

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.metadata import parse_email
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel.errors import InvalidWheel, one_line
+from tools.kernelwheel.errors import InvalidWheel, ToolError, one_line
 from tools.kernelwheel.naming import WheelName, is_distribution_name, labelled_torch, torch_minor
-from tools.kernelwheel.wheelfile import UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, check_wheel
+from tools.kernelwheel.wheelfile import MAX_METADATA_BYTES, UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, check_wheel
 
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
 _MAX_PATCH = 99
@@ -78,30 +79,67 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _metadata_bytes(path: Path) -> bytes:
-    """The wheel's ``METADATA`` exactly as stored (PEP 658 serves it byte for byte)."""
+def metadata_bytes(path: Path) -> bytes:
+    """The wheel's ``METADATA`` exactly as stored (PEP 658 serves it byte for byte), read bounded: one over
+    ``MAX_METADATA_BYTES`` is refused before it is held in memory."""
     with zipfile.ZipFile(path) as archive:
         candidates = [
             n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
         ]
         if len(candidates) != 1:
             raise InvalidWheel(f"{path.name}: expected one top-level .dist-info/METADATA, found {candidates}")
-        return archive.read(candidates[0])
+        with archive.open(candidates[0]) as member:
+            data = member.read(MAX_METADATA_BYTES + 1)
+    if len(data) > MAX_METADATA_BYTES:
+        raise InvalidWheel(f"{path.name}: its METADATA is over {MAX_METADATA_BYTES >> 20} MiB; expected at most that")
+    return data
 
 
-def torch_requirement_from(requires_dist: Iterable[str], filename: str) -> SpecifierSet | None:
-    """The specifier of the one unconditional ``Requires-Dist: torch`` line; None without one."""
+def torch_requirement_from(requires_dist: Iterable[str], filename: str,
+                           environment: Mapping[str, str] | None = None) -> SpecifierSet | None:
+    """The specifier of the one ``Requires-Dist: torch`` line that applies; None without one.
+
+    With ``environment`` (the target interpreter's PEP 508 marker values) a line applies when it has no marker or
+    its marker holds there, as in the installer: ``torch==2.13.*; python_version >= '3'`` pins torch. Without one
+    (the index, which serves every interpreter) every torch line applies, marker or not, so that a marker cannot
+    hide a pin from the label check or the sub-indexes."""
     found: list[SpecifierSet] = []
     for line in requires_dist:
         try:
             requirement = Requirement(line)
         except InvalidRequirement as exc:
             raise InvalidWheel(f"{filename}: Requires-Dist {line!r} is invalid: {exc}") from None
-        if canonicalize_name(requirement.name) == "torch" and requirement.marker is None:
+        if canonicalize_name(requirement.name) == "torch" and _applies(requirement, environment, filename):
             found.append(requirement.specifier)
     if len(found) > 1:
-        raise InvalidWheel(f"{filename}: Requires-Dist names torch {len(found)} times; expected at most once")
+        raise InvalidWheel(f"{filename}: Requires-Dist names torch {len(found)} times for one interpreter; expected "
+                           "at most once")
     return found[0] if found else None
+
+
+def _applies(requirement: Requirement, environment: Mapping[str, str] | None, filename: str) -> bool:
+    """Whether ``requirement`` applies in ``environment`` (always, without an environment or a marker)."""
+    if requirement.marker is None or environment is None:
+        return True
+    try:
+        return requirement.marker.evaluate(dict(environment))
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName, InvalidVersion) as exc:
+        raise InvalidWheel(f"{filename}: the marker of Requires-Dist {str(requirement)!r} cannot be evaluated for "
+                           f"the target: {one_line(exc)}") from None
+
+
+def torch_floor(specifier: SpecifierSet | None) -> Version | None:
+    """The lowest torch minor ``specifier`` names as a lower bound (``>=2.10``, ``==2.14.*``, ``~=2.10``); None when
+    it has none (no requirement, or only ``<``/``!=``). From it up, a wheel belongs in every sub-index it admits."""
+    floors = []
+    for clause in specifier or ():
+        if clause.operator not in (">=", ">", "==", "~=", "==="):
+            continue
+        try:
+            floors.append(torch_minor(Version(clause.version.removesuffix(".*"))))
+        except (InvalidVersion, ToolError):
+            continue
+    return min(floors, default=None)
 
 
 def check_project_name(name: str, filename: str) -> None:
@@ -122,8 +160,8 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
         raise InvalidWheel(f"{path.name}: the name is too long for its .metadata file (over {_NAME_MAX} bytes)")
     try:
         contents = check_wheel(path, path.name)  # raises InvalidWheel on a bad zip, RECORD or METADATA
-        metadata = _metadata_bytes(path)
-    except UNREADABLE_ZIP_ERRORS as exc:  # from _metadata_bytes; check_wheel turns its own into InvalidWheel
+        metadata = metadata_bytes(path)
+    except UNREADABLE_ZIP_ERRORS as exc:  # from metadata_bytes; check_wheel turns its own into InvalidWheel
         raise InvalidWheel(f"{path.name}: {UNREADABLE_ZIP} {one_line(exc)}") from None
     name = contents.name
     raw, _ = parse_email(metadata)

@@ -39,16 +39,21 @@ from packaging.version import Version
 
 from tools.kernelwheel.atomic import sweep_stale_temporaries, write_atomic
 from tools.kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
+from tools.kernelwheel.index.overlap import overlapping_builds
 from tools.kernelwheel.index.pages import project_page, root_page
 from tools.kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
 from tools.kernelwheel.index.wheels import (
     IndexedWheel,
     admits_torch_minor,
     inspect_wheel,
+    metadata_bytes,
     normalised_collisions,
     sha256_file,
+    torch_floor,
 )
+from tools.kernelwheel.limited_read import read_limited
 from tools.kernelwheel.naming import torch_label, torch_minor
+from tools.kernelwheel.wheelfile import MAX_METADATA_BYTES
 
 
 @dataclass
@@ -62,6 +67,7 @@ class IndexReport:
     files_written: int = 0
     torch_indexes: list[str] = field(default_factory=list)
     swept: list[Path] = field(default_factory=list)  # temporaries of killed runs removed at the start
+    warnings: list[str] = field(default_factory=list)  # one line per version with builds that overlap (overlap.py)
 
     @property
     def projects(self) -> list[str]:
@@ -72,7 +78,9 @@ def write_index(wheelhouse: Path, *, extra_torch: Iterable[Version] = ()) -> Ind
     """(Re)write ``wheelhouse/simple/`` and the ``.whl.metadata`` files for every ``wheelhouse/*.whl``.
 
     ``extra_torch`` adds sub-indexes for torch minors no wheel names (e.g. ``2.15`` for a stable-ABI
-    ``torch>=2.10`` build that should also be found under ``simple/torch2.15/``).
+    ``torch>=2.10`` build that should also be found under ``simple/torch2.15/``); every minor between a wheel's lower
+    bound and the newest named one gets a sub-index too (``_sub_index_minors``). ``IndexReport.warnings`` names the
+    versions whose builds one machine would install alike (``overlap.py``).
     Raises ``InvalidWheel`` (every bad wheel, listed), ``InvalidIndexState`` or ``IndexWriteFailed``; in each
     case the index already in place is left whole.
     """
@@ -120,8 +128,58 @@ def _current(path: Path, known: IndexedWheel | None) -> IndexedWheel | None:
         return None
     if sha256_file(path) != known.sha256:
         return None
+    _check_metadata_file(path, metadata)
     stat = path.stat()
     return replace(known, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+
+
+def _check_metadata_file(wheel: Path, metadata: Path) -> None:
+    """Refuse a ``.metadata`` file that is not the wheel's own METADATA, byte for byte (PEP 658), even though the state
+    records its hash: the state is a cache anyone with write access can edit, and installers resolve with what the
+    ``.metadata`` says (its Requires-Dist) while installing the wheel."""
+    served = read_limited(metadata, MAX_METADATA_BYTES)
+    if served != metadata_bytes(wheel):
+        raise InvalidWheel(
+            f"{metadata.name}: differs from the METADATA inside {wheel.name}, though {STATE_FILE} records its hash; "
+            f"expected the wheel's own METADATA. Remove {metadata.name} (it is rewritten from the wheel) and rerun"
+        )
+
+
+def _replaced(path: Path, known: IndexedWheel | None, wheel: IndexedWheel) -> str | None:
+    """A problem line when ``path`` is a file the index already serves, now holding other bytes. As on PyPI, a
+    published file never changes: installers cache it by name, and a lock file's hash would stop matching."""
+    if known is None or known.sha256 == wheel.sha256:
+        return None
+    return (f"{path.name}: the index already serves this file name with other bytes (sha256 {known.sha256[:16]}..., "
+            f"now {wheel.sha256[:16]}...); expected a published file never to change: give the new build another "
+            "version, or remove the file, rerun the index, then add the new one")
+
+
+def _sub_index_minors(wheels: Iterable[IndexedWheel], extra_torch: Iterable[Version]) -> set[Version]:
+    """Every torch minor that gets a sub-index: those a wheel names or ``--torch`` adds, and every minor from a
+    wheel's lower bound up to the newest of those that the wheel admits (``torch>=2.10`` with builds for 2.14: also
+    2.11-2.13), so that "use the sub-index of your torch minor" finds every wheel that supports it."""
+    wheels = list(wheels)
+    named = {m for w in wheels for m in w.torch_minors()} | {torch_minor(v) for v in extra_torch}
+    minors = set(named)
+    newest = max(named, default=None)
+    for wheel in wheels:
+        floor = torch_floor(wheel.torch_specifier)
+        if floor is None or newest is None:
+            continue
+        minors.update(m for m in _minors_between(floor, newest, named)
+                      if admits_torch_minor(wheel.torch_specifier, m))
+    return minors
+
+
+def _minors_between(low: Version, high: Version, named: set[Version]) -> list[Version]:
+    """``low`` to ``high``, minor by minor; a major before ``high``'s ends at the newest minor ``named`` in it."""
+    found: list[Version] = []
+    for major in range(low.major, high.major + 1):
+        first = low.minor if major == low.major else 0
+        last = high.minor if major == high.major else max((m.minor for m in named if m.major == major), default=first)
+        found.extend(Version(f"{major}.{minor}") for minor in range(first, last + 1))
+    return found
 
 
 def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Version]) -> IndexReport:
@@ -149,6 +207,9 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
         except OSError as exc:
             problems.append(f"{path.name}: cannot be read ({exc.strerror or exc})")
             continue
+        if (problem := _replaced(path, known, wheel)) is not None:
+            problems.append(problem)
+            continue
         wheels.append(wheel)
         metadata_files[metadata_path] = metadata
         if known is None or known.sha256 != wheel.sha256:
@@ -158,12 +219,13 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
         # Collect every bad wheel, then refuse to touch the index: a half-updated index is worse than a stale one.
         raise InvalidWheel("cannot index " + str(wheelhouse) + ":\n  " + "\n  ".join(problems))
     report.wheels = wheels
+    report.warnings = overlapping_builds(wheels)
     report.removed = sorted(set(previous) - {w.filename for w in wheels})
 
     by_project: dict[str, list[IndexedWheel]] = {}
     for wheel in wheels:
         by_project.setdefault(wheel.project, []).append(wheel)
-    minors = {m for w in wheels for m in w.torch_minors()} | {torch_minor(v) for v in extra_torch}
+    minors = _sub_index_minors(wheels, extra_torch)
 
     project_pages: dict[str, bytes] = {}
     root_pages: dict[str, bytes] = {}

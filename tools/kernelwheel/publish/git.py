@@ -72,8 +72,11 @@ class GitTransport:
         what = f"{plan.repo_id} on {self.url}"
         with tempfile.TemporaryDirectory(prefix="img2gray-publish-clone-") as tmp:
             clone = Path(tmp) / "repo"
-            _git(None, "clone", "--quiet", "--no-tags", "--single-branch", "--branch", base, self.url, str(clone),
-                 what=f"{what}: cloning {base}")
+            # A repository with no branch at all (a fresh `git init --bare`) is cloned empty: the version branch
+            # becomes its first commit. check_remote refused one that has branches but not the base.
+            branch = ["--branch", base] if base in remote.branches else []
+            _git(None, "clone", "--quiet", "--no-tags", "--single-branch", *branch, self.url, str(clone),
+                 what=f"{what}: cloning {base if branch else 'the empty repository'}")
             _git(clone, "checkout", "--quiet", "-B", plan.branch, what=what)
             for v in plan.variants:
                 _replace_folder(clone, f"build/{v.name}", staging / v.name, what)

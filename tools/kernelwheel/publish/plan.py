@@ -121,7 +121,8 @@ def release_version(text: str | Version) -> Version:
 
 
 def check_remote(plan: Plan, remote: RemoteRefs, label: str) -> bool:
-    """Refuse an existing tag; returns whether the branch will be created (from ``main``)."""
+    """Refuse an existing tag; returns whether the branch will be created: from ``main``, or as the first commit of a
+    repository with no branch yet (a fresh bare one), where there is nothing to start from."""
     if plan.tag in remote.tags:
         raise VersionExists(
             f"{plan.repo_id}: tag {plan.tag} already exists on {label} (commit {remote.tags[plan.tag][:12]}); a "
@@ -129,7 +130,7 @@ def check_remote(plan: Plan, remote: RemoteRefs, label: str) -> bool:
         )
     if plan.branch in remote.branches:
         return False
-    if remote.exists and BASE_BRANCH not in remote.branches:
+    if remote.exists and remote.branches and BASE_BRANCH not in remote.branches:
         names = ", ".join(sorted(remote.branches)) or "none"
         raise RevisionNotFound(
             f"{plan.repo_id}: branch {plan.branch} is missing and there is no {BASE_BRANCH} branch to create it from "

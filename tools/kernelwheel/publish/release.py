@@ -76,7 +76,9 @@ def publish(
             console.print(f"  [green]✓[/] {escape(v.name)}  {len(v.files)} files, {decimal(v.size)}")
         remote = transport.refs(repo_id)
         created = check_remote(plan, remote, transport.label)
-        where = f"new, from {BASE_BRANCH}" if created else f"at {remote.branches[plan.branch][:12]}"
+        where = (f"at {remote.branches[plan.branch][:12]}" if not created
+                 else f"new, from {BASE_BRANCH}" if remote.branches or not remote.exists
+                 else "new, the repository's first commit")
         new_repo = "" if remote.exists else f"; {repo_id} will be created"
         print_step(console, (f"* {transport.label}: branch {plan.branch} ({where}), tag {plan.tag} is free{new_repo}"))
         commit = None if dry_run else transport.push(plan, staging, remote, console)

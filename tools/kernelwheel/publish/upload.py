@@ -13,6 +13,7 @@ command-line argument of this tool or of the twine it runs.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -59,6 +60,15 @@ def twine_upload_argv(paths: Sequence[Path], repository_url: str, username: str 
             repository_url, *user, *map(str, paths)]  # fmt: skip
 
 
+def check_password_source(non_interactive: bool) -> None:
+    """twine prompts for a missing password, and with no terminal its prompt dies in an EOFError traceback. Without
+    TWINE_PASSWORD or a terminal, say how to pass it instead (--non-interactive leaves twine to ask its keyring)."""
+    if non_interactive or os.environ.get("TWINE_PASSWORD") or sys.stdin is None or sys.stdin.isatty():
+        return
+    raise ToolError("no password for the upload and no terminal to prompt on: set TWINE_PASSWORD in the environment "
+                    "(or pass --non-interactive to use a keyring)")
+
+
 def upload(
     paths: Sequence[Path],
     repository_url: str,
@@ -78,6 +88,7 @@ def upload(
             "in TWINE_PASSWORD instead (a URL ends up in logs and shell history)"
         )
     wheels = check_wheels(paths)
+    check_password_source(non_interactive)
     argv = twine_upload_argv(paths, repository_url, username, skip_existing=skip_existing,
                              non_interactive=non_interactive)
     result = subprocess.run(argv, env=env, check=False)

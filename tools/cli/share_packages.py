@@ -1,0 +1,97 @@
+"""``python -m tools.cli.share_packages torch --into VENV``: let another venv use this environment's torch without
+downloading it again (about 4 GB with its CUDA libraries).
+
+Each top-level entry of the named distribution and of every distribution it requires (markers evaluated; extras
+followed) is linked into VENV's site-packages, ``.dist-info`` folders included, so pip and ``tools.cli.install_command``
+see torch as installed there. Nothing else is shared: a plain ``.pth`` to this environment would also show its other
+packages (img2gray itself, after ``make demo``), and pip would then count them as installed in VENV. For trying
+things (docs/walkthrough.md); a real deployment installs torch itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tools.kernelwheel.arguments import path_argument
+from tools.kernelwheel.console import make_console, print_error, print_step
+from tools.kernelwheel.errors import ToolError
+
+
+class NotShareable(ToolError):
+    """The distribution is not installed here, or VENV is not a venv."""
+
+
+def requirement_closure(root: str) -> list[importlib.metadata.Distribution]:
+    """``root`` and every installed distribution it needs, as pip would resolve them here."""
+    seen: dict[str, importlib.metadata.Distribution] = {}
+    todo: list[tuple[str, str]] = [(root, "")]
+    done: set[tuple[str, str]] = set()
+    while todo:
+        raw, extra = todo.pop()
+        name = canonicalize_name(raw)
+        if (name, extra) in done:
+            continue
+        done.add((name, extra))
+        try:
+            dist = seen.get(name) or importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # a requirement whose marker pip would also skip, or one missing here too
+        seen[name] = dist
+        for text in dist.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
+                todo.extend((requirement.name, e) for e in ("", *requirement.extras))
+    return list(seen.values())
+
+
+def site_packages(venv: Path) -> Path:
+    found = sorted((venv / "lib").glob("python3.*/site-packages"))
+    if len(found) != 1 or not (venv / "pyvenv.cfg").is_file():
+        raise NotShareable(f"--into {venv}: expected a venv with one lib/python3.*/site-packages, found "
+                           f"{[str(p) for p in found] or 'none'}")
+    return found[0]
+
+
+def share(root: str, venv: Path) -> int:
+    """Link ``root``'s closure into ``venv``; returns how many entries were linked (existing ones are kept)."""
+    target = site_packages(venv)
+    try:
+        importlib.metadata.distribution(root)
+    except importlib.metadata.PackageNotFoundError:
+        raise NotShareable(f"{root}: expected a distribution installed in {sys.prefix}; it is not") from None
+    linked = 0
+    for dist in requirement_closure(root):
+        base = Path(str(dist.locate_file("")))
+        tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
+        for top in sorted(tops - {"__pycache__"}):
+            if (base / top).exists() and not (target / top).exists():
+                (target / top).symlink_to(base / top)
+                linked += 1
+    return linked
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.cli.share_packages", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("distribution", help="what to share, with what it requires (e.g. torch)")
+    parser.add_argument("--into", type=path_argument, required=True, metavar="VENV", help="the venv to share it with")
+    args = parser.parse_args(argv)
+    console = make_console()
+    try:
+        linked = share(args.distribution, args.into)
+    except (ToolError, OSError) as exc:
+        print_error(console, exc)
+        return 1
+    print_step(console, f"* {args.distribution} and what it requires: {linked} entries linked into {args.into}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
