@@ -3,7 +3,7 @@
 Each round is one fresh process per build, and these VMs put each process in a fast or a slow state (every
 contender in it, NPP and torch included, 1.3-1.6 us or 2.2-3.0 us for ``torch.ops.aten.alias``), so the columns are
 ratios and differences taken inside each process, and each cell is their median over the rounds (range after it).
-RESULTS.md's small-frame tables are this script's output.
+docs/performance.md's small-frame table is this script's output (record.py's ``ab`` adapter keeps its columns).
 
 * NPP / ours at 720p and 1080p: back-to-back ``img2gray(x, out=o)`` against ``nppiRGBToGray_8u_C3C1R_Ctx``
   (above 1: ours is faster);
@@ -54,7 +54,7 @@ Rounds = dict[str, list[dict[str, Any]]]  # round file -> bench_img2gray.py's JS
 
 
 def rounds_of(data: object) -> Rounds:
-    """gpu_run.sh's {round file: rows}; also a file that gathers several of those under names (session 14's)."""
+    """gpu_run.sh's {round file: rows}; also a file that gathers several of those under names (gpu_run.sh before ab and abclassic wrote one JSON each)."""
     if not isinstance(data, dict) or not data:
         got = "an empty object" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
         raise ValueError(f"expected {{round file: rows}} as gpu_run.sh writes it, got {got}")

@@ -6,7 +6,7 @@ processes than OpenCV and Pillow (alternated, twice each), because two thread po
 other: beside torch's OpenMP workers OpenCV's 4K uint8 on 2 threads went from 1.18 to 1.8 ms, and torch's calls
 stalled for ~8 ms while OpenCV's pool ran. The op is timed alone in its processes too: beside eager torch's
 100 MB temporaries and the copy ceiling, its 1080p float32 2-thread call took 460 us against 329-350 us alone
-(benchmarks/NOTES.md, "Dynamic tiles"). Within a process the contenders are timed round-robin after two
+(benchmarks/NOTES.md, C7). Within a process the contenders are timed round-robin after two
 warm-up rounds; per round each contender makes two calls on the same input and the second is timed, so no
 contender inherits a cache that another one filled. Each cell is the median over all rounds (the JSON also has
 each best call, page faults per call, and the highest 1-minute load average: on a shared machine it shows):
@@ -208,6 +208,8 @@ def run_row(size: str, dtype_name: str, threads: int, alternations: int = 2,
         "bytes": h * w * 4 * (1 if dtype_name == "uint8" else 4),
         "ms": {name: statistics.median(times[name]) * 1e3 for name in names},
         "best_ms": {name: min(times[name]) * 1e3 for name in names},
+        "spread_ms": {name: [min(times[name]) * 1e3, max(times[name]) * 1e3] for name in names},
+        "n": {name: len(times[name]) for name in names},
         "page_faults_per_call": {name: faults[name] / len(times[name]) for name in names},
         "load_average": max(loads),
         "opencv": opencv,
@@ -251,6 +253,7 @@ def print_tile_table(rows: list[dict[str, Any]], tile_settings: tuple[int, ...])
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="also write every measurement to this file")
+    parser.add_argument("--record", help="also write the rows as a benchmark record (benchmarks/result.schema.json)")
     parser.add_argument("--threads", type=int, action="append",
                         help="thread counts to run (default: 1 and all of os.sched_getaffinity)")
     parser.add_argument("--tile-pixels", type=int, action="append", default=[], metavar="N",
@@ -304,6 +307,17 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"header": header, "rows": rows}, out, indent=1)
+    if args.record:
+        import record  # this script's folder is first on sys.path
+
+        other = {"opencv": str(header["opencv"])} if header["opencv"] else {}
+        settings = {key: os.environ[key] for key in ("IMG2GRAY_CPU_ISA", "IMG2GRAY_CPU_TILE_PIXELS",
+                                                     "IMG2GRAY_CPU_STREAM_BYTES") if key in os.environ}
+        record.write(args.record, [record.make_record(
+            "bench_cpu.py", record.from_bench_cpu({"rows": rows}), unit="us", method=record.BENCH_CPU_METHOD,
+            host=record.host_facts(details={"transparent_hugepages": str(header["transparent_hugepages"])}),
+            software=record.software_facts(other), builds={"img2gray": str(header["img2gray"])},
+            notes=[f"environment: {key}={value}" for key, value in settings.items()])])
     return 0
 
 

@@ -28,8 +28,8 @@ once a day. kernels 0.11.3's huggingface_hub (1.x) does not read it.
 tools/ is byte-compiled first (``compileall``), as an installed package is. Each command starts once the CPUs
 are quiet (``wait_until_quiet``: olah keeps a core busy for a while after serving a download). Reported per command: wall seconds, max RSS (GNU ``time``'s ``%M``), wheels and bytes written (files whose
 inode or mtime changed). Run: ``.venv/bin/python benchmarks/bench_hub2wheel.py [--cases random-8MiB,real]
-[--variants 10] [--repeats 1] [--jobs N] [--olah-workers N] [--json results/hub2wheel.json]``; prints a Markdown
-table. One olah process serves ~20-27 MB/s however many connections ask (NOTES.md says why), which sets the cold
+[--variants 10] [--repeats 1] [--jobs N] [--olah-workers N] [--json RAW.json] [--record RECORD.json]``; prints a
+Markdown table. One olah process serves ~20-27 MB/s however many connections ask (NOTES.md says why), which sets the cold
 phase on its own; ``--olah-workers N`` runs N olah processes behind the port, as a Hub's CDN serves connections in
 parallel (``hub2wheel_run.sh`` runs it that way on a 16-core machine).
 """
@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--olah-workers", type=int, default=1,
                         help="olah processes serving the repos (default 1; one process is the cold phase's limit)")
     parser.add_argument("--json", type=Path, help="also write every row as JSON here")
+    parser.add_argument("--record", type=Path,
+                        help="also write the rows as a benchmark record (benchmarks/result.schema.json)")
     args = parser.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
     if args.olah_workers < 1:
@@ -310,6 +312,15 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"header": header, "sizes": sizes, "rows": [asdict(r) for r in rows]},
                                         indent=1) + "\n")
+    if args.record:
+        import record  # this script's folder is first on sys.path
+
+        record.write(args.record, [record.make_record(
+            "bench_hub2wheel.py", record.from_bench_hub2wheel({"sizes": sizes, "rows": [asdict(r) for r in rows]}),
+            unit="s", method=record.BENCH_HUB2WHEEL_METHOD,
+            host=record.host_facts(), software=record.software_facts({"kernels (to-wheel)": KERNELS_VERSION},
+                                                                     with_torch=False),
+            notes=[header])])
     return 0
 
 

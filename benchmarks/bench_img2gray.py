@@ -50,8 +50,16 @@ class Row:
     dtype: str
     mode: str  # "single" (median of single calls) or "stream" (back-to-back, rotated inputs)
     bytes_moved: int
-    ms: dict[str, float] = field(default_factory=dict)  # contender → milliseconds per call
+    ms: dict[str, float] = field(default_factory=dict)  # contender → milliseconds per call (median)
     reference: str = "img2gray"  # the contender the others are compared with
+    spread_ms: dict[str, list[float]] = field(default_factory=dict)  # contender → [lowest, highest] sample
+    n: dict[str, int] = field(default_factory=dict)  # contender → samples behind the median
+
+    def add(self, name: str, samples: list[float]) -> None:
+        """One contender's samples (ms): the median for the table, spread and count for the record."""
+        self.ms[name] = statistics.median(samples)
+        self.spread_ms[name] = [min(samples), max(samples)]
+        self.n[name] = len(samples)
 
     def gbps(self, name: str) -> float:
         return self.bytes_moved / (self.ms[name] * 1e-3) / 1e9
@@ -83,6 +91,11 @@ def random_image(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> tor
 
 
 def time_single(fn: Callable[[], object], repeats: int = REPEATS) -> float:
+    return statistics.median(single_samples(fn, repeats))
+
+
+def single_samples(fn: Callable[[], object], repeats: int = REPEATS) -> list[float]:
+    """Milliseconds of each of `repeats` single calls after warm-up, CUDA events around each."""
     for _ in range(WARMUP):
         fn()
     times = []
@@ -93,7 +106,7 @@ def time_single(fn: Callable[[], object], repeats: int = REPEATS) -> float:
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return times
 
 
 def time_stream(fn: Callable[[torch.Tensor], object], inputs: list[torch.Tensor], calls: int = 200) -> float:
@@ -109,14 +122,14 @@ def time_stream(fn: Callable[[torch.Tensor], object], inputs: list[torch.Tensor]
     return start.elapsed_time(end) / calls
 
 
-def interleaved(blocks: dict[str, Callable[[], float]], rounds: int = 7) -> dict[str, float]:
-    """Median of each timed block over rounds that take every contender in turn: clock ramps and neighbours'
+def interleaved(blocks: dict[str, Callable[[], float]], rounds: int = 7) -> dict[str, list[float]]:
+    """Each timed block's samples over rounds that take every contender in turn: clock ramps and neighbours'
     load then fall on all contenders alike (one run took its first row's contenders at a lower GPU clock)."""
     samples: dict[str, list[float]] = {name: [] for name in blocks}
     for _ in range(rounds):
         for name, block in blocks.items():
             samples[name].append(block())
-    return {name: statistics.median(times) for name, times in samples.items()}
+    return samples
 
 
 def warm_gpu(seconds: float = 0.5) -> None:
@@ -268,9 +281,9 @@ def gpu_rows() -> tuple[list[Row], dict[str, str]]:
         copy_src = torch.empty(row.bytes_moved // 2, dtype=torch.uint8, device="cuda")
         copy_dst = torch.empty_like(copy_src)
         if mode == "single":
-            row.ms["copy"] = time_single(lambda dst=copy_dst, src=copy_src: dst.copy_(src))
+            row.add("copy", single_samples(lambda dst=copy_dst, src=copy_src: dst.copy_(src)))
             for name, fn in named.items():
-                row.ms[name] = time_single(lambda fn=fn, x=image: fn(x))
+                row.add(name, single_samples(lambda fn=fn, x=image: fn(x)))
         else:
             count = max(2, L2_ROTATE_BYTES // in_bytes)
             inputs = [random_image(shape, dtype, "cuda") for _ in range(count)]
@@ -278,7 +291,8 @@ def gpu_rows() -> tuple[list[Row], dict[str, str]]:
             blocks = {"copy": lambda dst=copy_dst, srcs=srcs: time_stream(lambda s: dst.copy_(s), srcs)}
             for name, fn in named.items():
                 blocks[name] = lambda fn=fn, inputs=inputs: time_stream(fn, inputs)
-            row.ms.update(interleaved(blocks))
+            for name, samples in interleaved(blocks).items():
+                row.add(name, samples)
             del inputs, srcs, blocks
         rows.append(row)
         print(f"  measured {label} {row.dtype} {mode}", file=sys.stderr, flush=True)
@@ -317,7 +331,8 @@ def small_frame_rows() -> list[Row]:
         for name, fn in named.items():
             blocks[name] = lambda fn=fn, inputs=inputs: time_stream(fn, inputs)
         warm_gpu()
-        row.ms.update(interleaved(blocks))
+        for name, samples in interleaved(blocks).items():
+            row.add(name, samples)
         rows.append(row)
         del inputs, srcs
         torch.cuda.empty_cache()
@@ -416,7 +431,8 @@ def graph_rows() -> list[Row]:
             except RuntimeError as exc:
                 print(f"  NPP in a CUDA graph: {exc}", file=sys.stderr)
         warm_gpu()
-        row.ms.update(interleaved(blocks))
+        for name, samples in interleaved(blocks).items():
+            row.add(name, samples)
         rows.append(row)
         print(f"  measured {label} graph rows", file=sys.stderr, flush=True)
     return rows
@@ -471,8 +487,9 @@ def host_overhead_rows(device: str) -> list[Row]:
             torch.cuda.synchronize()
         return elapsed
 
-    row.ms.update(interleaved({name: lambda fn=fn: block(fn) for name, fn in named.items()}))
-    row.ms["copy"] = row.ms["img2gray"]  # no copy baseline for overhead rows
+    for name, samples in interleaved({name: lambda fn=fn: block(fn) for name, fn in named.items()}).items():
+        row.add(name, samples)
+    row.ms["copy"] = row.ms["img2gray"]  # no copy baseline for overhead rows (the record leaves it out)
     return [row]
 
 
@@ -501,9 +518,9 @@ def cpu_rows() -> list[Row]:
                 start = time.perf_counter()
                 fn()
                 times.append((time.perf_counter() - start) * 1e3)
-            row.ms[name] = statistics.median(times)
-        # copy moved 2x the input's bytes; express it per the op's byte count for the "% of copy" column
-        row.ms["copy"] *= row.bytes_moved / (2 * image.numel())
+            if name == "copy":  # copy moved 2x the input's bytes; per the op's byte count for the "% of copy" column
+                times = [t * row.bytes_moved / (2 * image.numel()) for t in times]
+            row.add(name, times)
         rows.append(row)
     return rows
 
@@ -529,7 +546,8 @@ SECTIONS = ("large", "small", "graph", "host")
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpu-only", action="store_true", help="CPU rows only (run it in a fresh process)")
-    parser.add_argument("--json", help="also write every measurement to this file")
+    parser.add_argument("--json", help="also write every measurement to this file (the rows as measured)")
+    parser.add_argument("--record", help="also write the rows as a benchmark record (benchmarks/result.schema.json)")
     parser.add_argument("--also", type=Path, action="append", default=[],
                         help="another build of the op to time alongside: a build/<variant>/ folder (repeatable)")
     parser.add_argument("--npp", default=os.environ.get("IMG2GRAY_NPP_DIR"),
@@ -554,7 +572,7 @@ def main() -> int:
             try:
                 gpu, notes = gpu_rows()
                 rows += gpu
-            except Exception as exc:  # one broken section must not cost the others (one device call)
+            except Exception as exc:  # one broken section must not cost the others (one run on a CUDA host)
                 print(f"section large failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         for name, run in runners:
             if name in sections:
@@ -573,6 +591,15 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump([asdict(r) for r in rows], f, indent=1)
+    if args.record:
+        import record  # this script's folder is first on sys.path
+
+        build = f"img2gray {img2gray.build_info().abi} ABI"
+        record.write(args.record, [record.make_record(
+            "bench_img2gray.py", record.from_bench_img2gray([asdict(r) for r in rows]), unit="us",
+            method=record.BENCH_IMG2GRAY_METHOD, builds={"img2gray": build, **{n: n for n in OTHER_BUILDS}},
+            software=record.software_facts({"npp": args.npp} if NPP is not None else None),
+            notes=[f"note: {key}: {note}" for key, note in notes.items()])])
     return 0
 
 

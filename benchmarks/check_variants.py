@@ -2,7 +2,7 @@
 library imports it (``bench_img2gray.load_variant``), against the installed img2gray on the CPU and, if there
 is a GPU, on CUDA.
 
-Used by gpu_run.sh on the lent GPU machine, where the ``kernels`` library itself is not installed.
+Used by gpu_run.sh's variants phase on a CUDA host, where the ``kernels`` library itself need not be installed.
 """
 
 from __future__ import annotations

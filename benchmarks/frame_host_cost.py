@@ -6,7 +6,10 @@ C++ entry (no wrapper), and NPP, each on rotated frames (as benchmarks/bench_img
 frame called again and again. Contenders alternate over rounds; medians of CUDA-event time per call. The bump rows are
 the stable build's: the classic build bumps in C++ (`img2gray.ops._into_is_guarded`), so there both time one path.
 
-    PYTHONPATH=<site> python benchmarks/frame_host_cost.py [--npp DIR] [--rounds 7]
+    PYTHONPATH=<site> python benchmarks/frame_host_cost.py [--npp DIR] [--rounds 7] [--shape 720,1280] [--record FILE]
+
+``--record FILE`` also writes the medians (µs per frame, range over the rounds) as a benchmark record
+(benchmarks/result.schema.json), each row against NPP where NPP ran.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def main() -> None:
     parser.add_argument("--npp", default=os.environ.get("IMG2GRAY_NPP_DIR"))
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--shape", default="720,1280", help="H,W of the frames (default 720,1280)")
+    parser.add_argument("--record", help="also write the medians as a benchmark record (benchmarks/result.schema.json)")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}; {bench.load_npp(args.npp)}")
     height, width = map(int, args.shape.split(","))
@@ -60,6 +64,22 @@ def main() -> None:
             img2gray_ops._increment_version = real
     for name, values in samples.items():
         print(f"{name:45} {statistics.median(values):6.2f} us  ({min(values):.2f} to {max(values):.2f})")
+    if args.record:
+        import record  # this script's folder is first on sys.path
+
+        rows = []
+        for name, values in samples.items():
+            contender, frames = name.rsplit(", ", 1)
+            peer = f"NPP, {frames}"
+            rows.append(record.row(f"{width}x{height} {frames}", contender, values, peer=(
+                {"contender": "NPP", "median": statistics.median(samples[peer])}
+                if contender != "NPP" and peer in samples else None)))
+        record.write(args.record, [record.make_record(
+            "frame_host_cost.py", rows, unit="us", builds={"img2gray": f"img2gray {img2gray.build_info().abi} ABI"},
+            method="frame_host_cost.py: CUDA events around 200 back-to-back out= frames (rotated frames, or one frame "
+                   f"again and again), contenders alternated over {args.rounds} rounds in one process; median and "
+                   "range over the rounds",
+            software=record.software_facts({"npp": args.npp} if bench.NPP is not None else None))])
 
 
 if __name__ == "__main__":

@@ -1,37 +1,45 @@
 #!/usr/bin/env bash
-# One device call for both builds of the op. Usage (device tool):
-#   run(command="bash benchmarks/gpu_run.sh dist/gpu stable,bench,classic", carry=["dist/gpu", ".whl/npp13.tar.xz"])
-# dist/gpu/stable/*.whl: the stable-ABI wheel exactly as `make wheel` built it here against torch 2.14.1;
-# the classic build is compiled there, against the device's torch, with CMake through `pip wheel --no-build-isolation`
-# (a classic binary only loads under the torch minor it was built for);
-# dist/gpu/variants/ (optional): tools.cli.build_variants output, loaded the way `kernels` loads them;
+# Both builds of the op on a CUDA host: tests, compute-sanitizer, benchmarks. Run from the repository root there:
+#   bash benchmarks/gpu_run.sh [DIR] [PHASES]        (defaults: dist/gpu stable,bench,classic)
+# with the tree, DIR and .whl/npp13.tar.xz copied onto the host. DIR (made on the build machine):
+#   DIR/stable/*.whl: the stable-ABI wheel exactly as `make wheel` built it (against torch 2.14.1); the classic build is
+#     compiled on the host, against the host's torch, with CMake through `pip wheel --no-build-isolation` (a classic
+#     binary only loads under the torch minor it was built for);
+#   DIR/COMMIT (optional): the commit the wheel was built from (`git rev-parse --short HEAD > DIR/COMMIT`), written
+#     into every record as its commit ($BENCH_COMMIT wins; a copy of the tree without .git has no other way to know);
+#   DIR/variants/ (optional): tools.cli.build_variants output, loaded the way `kernels` loads them;
+#   DIR/ab/<name>/*.whl (optional): other wheels for the ab phases, e.g. the previous commit's;
+#   DIR/classic-base.tar.gz (optional): `git archive --format=tar.gz` of a base commit, for abclassic.
 # .whl/npp13.tar.xz: libnppc.so.13 + libnppicc.so.13 from the nvidia-npp 13.2 wheel (the benchmark's NPP peer), made
-# here with `pip download --no-deps --only-binary=:all: nvidia-npp==13.2.0.58`, `unzip -j` of the two
-# nvidia/cu13/lib/ files, `tar -cJf .whl/npp13.tar.xz libnppc.so.13 libnppicc.so.13` (7 MB; libnppicc.so.13 alone
-# is 72 MB, over the device tool's 64 MiB carry limit, and the wheel 261 MB).
+# with `pip download --no-deps --only-binary=:all: nvidia-npp==13.2.0.58`, `unzip -j` of the two nvidia/cu13/lib/
+# files, `tar -cJf .whl/npp13.tar.xz libnppc.so.13 libnppicc.so.13` (7 MB, against 261 MB for the wheel).
 # PHASES, comma-separated, run in order: stable / classic (that build's op and CUDA tests, compute-sanitizer
-# memcheck; the classic build starts compiling in the background at once), bench (BENCH_ARGS passed on), variants,
-# launch (benchmarks/launch_cost.cu: one kernel launch from plain C++, the floor under a small frame; into gpu.txt),
-# ab (the small-frame and per-call rows AB_ROUNDS times (2), alternating each dist/gpu/ab/<name>/*.whl, e.g. the last
-# commit's wheel, with the stable wheel: host-path changes against their baseline in one run; ab.txt and ab.json),
-# abclassic (the same rounds with the classic build compiled in this call beside the ab wheels, if any: what the
-# stable ABI's host path costs; ab-classic.json; with dist/gpu/classic-base.tar.gz, a `git archive --format=tar.gz`
-# of a base commit, that commit's classic build too, as classicbase: a C++ change to the classic build against its
-# base). Both end with benchmarks/ab_summary.py's table of the rounds.
-# Every file the phases write comes back in one $OUT/results.tgz (benchmarks/device_out.sh says why).
+# memcheck; the classic build starts compiling in the background at once), bench (bench_img2gray.py with BENCH_ARGS,
+# e.g. BENCH_ARGS="--sections host,small"), variants, launch (benchmarks/launch_cost.cu: one kernel launch from plain
+# C++, the floor under a small frame; into gpu.txt), ab (the small-frame and per-call rows AB_ROUNDS times (2),
+# alternating each DIR/ab/<name>/*.whl with the stable wheel: host-path changes against their baseline in one run;
+# ab.txt, ab.json), abclassic (the same rounds with the classic build compiled here beside the ab wheels, if any: what
+# the stable ABI's host path costs; ab-classic.json; with DIR/classic-base.tar.gz that commit's classic build too, as
+# classicbase: a C++ change to the classic build against its base). Both end with benchmarks/ab_summary.py's table.
+# Results: every file lands in $OUT/results.tgz (benchmarks/results_archive.sh); bench.record.json, ab.record.json and
+# ab-classic.record.json in it are records (benchmarks/result.schema.json) for benchmarks/results/<class>.json.
 set -uo pipefail
 GPU=${1:-dist/gpu}
 PHASE=${2:-stable,bench,classic}
 [ "$PHASE" = all ] && PHASE=stable,bench,classic
-# shellcheck source=benchmarks/device_out.sh
-source "$(dirname "$0")/device_out.sh"  # $OUT: a work folder, packed into results.tgz
+# shellcheck source=benchmarks/results_archive.sh
+source "$(dirname "$0")/results_archive.sh"  # $OUT: a work folder, packed into results.tgz
 export PYTHONUNBUFFERED=1
+if [ -z "${BENCH_COMMIT:-}" ] && [ -f "$GPU/COMMIT" ]; then BENCH_COMMIT=$(tr -d '[:space:]' < "$GPU/COMMIT"); fi
+export BENCH_COMMIT  # the commit every record names (benchmarks/record.py falls back to git, then "unknown")
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
 sha256sum "$GPU"/stable/*.whl | tee -a "$OUT/gpu.txt"
 python3 -m pip install -q --no-deps --no-index --no-compile --target /tmp/site-stable "$GPU"/stable/*.whl || exit 1
+npp_facts=()  # for the records: which NPP the rows compare with
 if [ -f .whl/npp13.tar.xz ]; then
-  mkdir -p /tmp/npp && tar -xJf .whl/npp13.tar.xz -C /tmp/npp && export IMG2GRAY_NPP_DIR=/tmp/npp
+  mkdir -p /tmp/npp && tar -xJf .whl/npp13.tar.xz -C /tmp/npp && export IMG2GRAY_NPP_DIR=/tmp/npp \
+    && npp_facts=(--other "npp=13.2 (.whl/npp13.tar.xz)")
 fi
 test_build() {  # $1: stable or classic, $2: its site folder; everything into $OUT/tests-$1.txt
   PYTHONPATH=$2 python3 -m img2gray samples/chelsea.png "/tmp/chelsea-gray-$1.png" 2>&1 | tail -3 | tee "$OUT/tests-$1.txt"
@@ -67,6 +75,9 @@ ab_rounds() {  # $1: a name for the JSON file; then name=site pairs; AB_ROUNDS r
   python3 -c "import json, sys; json.dump({f: json.load(open(f)) for f in sys.argv[1:]}, open('$OUT/$json.json', 'w'))" \
     /tmp/ab-*.json
   python3 benchmarks/ab_summary.py "$OUT/$json.json" | tee -a "$OUT/ab.txt"
+  python3 benchmarks/record.py convert ab "$OUT/$json.json" -o "$OUT/$json.record.json" \
+    --command "AB_ROUNDS=${AB_ROUNDS:-2} bash benchmarks/gpu_run.sh $GPU $PHASE" \
+    "${record_builds[@]}" "${npp_facts[@]}" 2>&1 | tee -a "$OUT/ab.txt"
 }
 case ",$PHASE," in *,classic,*|*,abclassic,*)
   build_classic . /tmp/classic > "$OUT/build-classic.txt" 2>&1 &
@@ -78,12 +89,16 @@ if [ -f "$GPU/classic-base.tar.gz" ] && [[ ",$PHASE," == *,abclassic,* ]]; then
   build_classic /tmp/classic-base/src /tmp/classic-base > "$OUT/build-classic-base.txt" 2>&1 &
   BASE_BUILD=$!
 fi
-ab_pairs=()  # name=site for each dist/gpu/ab/<name>/*.whl
+stable_wheels=("$GPU"/stable/*.whl)
+record_builds=(--build "stable=the stable-ABI wheel ${stable_wheels[0]##*/}"
+  --build "classic=the classic build of this tree, compiled here")  # what each build name in a record means
+ab_pairs=()  # name=site for each DIR/ab/<name>/*.whl
 for dir in "$GPU"/ab/*/; do
   [ -d "$dir" ] || continue
   name=$(basename "$dir")
   python3 -m pip install -q --no-deps --no-index --no-compile --target "/tmp/site-$name" "$dir"*.whl \
-    && ab_pairs+=("$name=/tmp/site-$name")
+    && ab_pairs+=("$name=/tmp/site-$name") && wheels=("$dir"*.whl) \
+    && record_builds+=(--build "$name=the wheel ${wheels[0]##*/}")
 done
 for phase in ${PHASE//,/ }; do
   echo "== $phase"
@@ -97,13 +112,14 @@ for phase in ${PHASE//,/ }; do
     bench)
       read -ra bench_args <<< "${BENCH_ARGS:-}"  # words, e.g. BENCH_ARGS="--sections host,small"
       PYTHONPATH=/tmp/site-stable timeout 300 python3 benchmarks/bench_img2gray.py "${bench_args[@]}" --json "$OUT/bench.json" \
-        2>&1 | tee "$OUT/bench.txt" ;;
+        --record "$OUT/bench.record.json" 2>&1 | tee "$OUT/bench.txt" ;;
     launch)
       nvcc -O2 -arch=sm_90 -std=c++17 benchmarks/launch_cost.cu -o /tmp/launch_cost && /tmp/launch_cost | tee -a "$OUT/gpu.txt" ;;
     ab) ab_rounds ab "${ab_pairs[@]}" ;;
     abclassic)
       if [ -n "${BASE_BUILD:-}" ]; then
         if wait "$BASE_BUILD"; then classic_pairs+=(classicbase=/tmp/classic-base/site)
+          record_builds+=(--build "classicbase=the classic build of DIR/classic-base.tar.gz, compiled here")
         else echo "classic base build failed:"; tail -20 "$OUT/build-classic-base.txt"; fi
       fi
       if classic_built; then ab_rounds ab-classic "${classic_pairs[@]}" "${ab_pairs[@]}"

@@ -6,7 +6,7 @@
 // Ways: runtime <<<>>> (with and without cudaGetLastError), cudaLaunchKernel with its return value checked, the
 // driver's cuLaunchKernel (through cudaGetDriverEntryPointByVersion, so no libcuda stub is needed to link), the
 // legacy default stream, and cudaGetDevice / cudaGetLastError alone. Medians of 7 (queue full) or 301 (host only)
-// rounds. Built and run on the device (results/h200-launch-cost*.txt):
+// rounds. Built and run on a CUDA host (gpu_run.sh's launch phase writes it into gpu.txt):
 //   nvcc -O2 -arch=sm_90 -std=c++17 benchmarks/launch_cost.cu -o launch_cost && ./launch_cost
 #include <cuda.h>
 #include <cuda_runtime.h>
