@@ -21,6 +21,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from tests.helpers import standin_wheels as standin
+from tests.helpers.peak_rss import run_with_peak_mib
 from tests.helpers.repo import REPO_ROOT
 from tools.kernelwheel.index.state import STATE_FILE
 from tools.kernelwheel.naming import WheelName
@@ -209,3 +210,14 @@ def test_a_metadata_over_the_cap_is_refused_before_it_is_read(tmp_path: Path, co
     error = _one_error(_tool(f"tools.cli.{command}", *args))
     assert f"{wheel.name}: its METADATA is " in error and "bytes; expected at most 4 MiB" in error
     assert not (house / "simple" / "tagpick").exists()
+
+
+def test_a_100_mb_metadata_is_refused_within_200_mb(tmp_path: Path) -> None:
+    """It cost the index 1.25 GB when METADATA was read whole; its declared size is now refused before reading."""
+    house = tmp_path / "wheelhouse"
+    wheel = _wheel(house, "any", python="py3", abi="none", description="x" * (100 << 20))
+    assert wheel.stat().st_size < 1 << 20  # the bomb compresses: it is the reader that has to be careful
+    run, peak = run_with_peak_mib([sys.executable, "-m", "tools.cli.index", str(house)], tmp_path / "peak-rss-kib",
+                                  cwd=REPO_ROOT, env=_env(), timeout=180)
+    assert "bytes; expected at most 4 MiB" in _one_error(run)
+    assert peak < 200, f"peak RSS {peak:.0f} MiB"

@@ -26,6 +26,7 @@ from packaging.version import Version
 
 from tests.helpers import standin_wheels as standin
 from tests.helpers.kernels_releases import RELEASES, ask
+from tests.helpers.peak_rss import run_with_peak_mib
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import in_thread, send_endless_body
 from tools.cli import install_command
@@ -690,20 +691,13 @@ def _links_page(root: Path, count: int, torch: str = "2.13") -> Path:
     return page
 
 
-_PEAK_RSS = ("import resource, subprocess, sys; returncode = subprocess.run(sys.argv[2:]).returncode; "
-             "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
-             "sys.exit(returncode)")
-
-
 def _command_peak_mib(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     """``_command(*args)`` run under a wrapper that reports the command's peak RSS (``RUSAGE_CHILDREN``: its own
     and the target probe's, not this test process's); returns the run and that peak in MiB."""
-    report = tmp_path / "peak-rss-kib"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "KERNELWHEEL_"))}
-    run = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(report), sys.executable, "-m",
-                          "tools.cli.install_command", "--torch", "2.14.1", *args], capture_output=True, text=True,
-                         cwd=REPO_ROOT, env={**env, "PIP_CONFIG_FILE": os.devnull}, timeout=120)
-    return run, int(report.read_text()) / 1024
+    return run_with_peak_mib([sys.executable, "-m", "tools.cli.install_command", "--torch", "2.14.1", *args],
+                             tmp_path / "peak-rss-kib", cwd=REPO_ROOT, env={**env, "PIP_CONFIG_FILE": os.devnull},
+                             timeout=120)
 
 
 def test_a_20_mb_page_of_200000_links_is_refused_within_200_mb(tmp_path: Path) -> None:
