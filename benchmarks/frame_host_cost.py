@@ -1,10 +1,10 @@
 """Where a small out= frame's host time goes, in one process: the version bump, and inputs that rotate.
 
 Back-to-back 720p frames are host-bound. This times `img2gray(frame, out=gray)` with and without its version bump
-(`img2gray.ops._increment_version` swapped for `len` around the timed loops), `_img2gray_into` through its
+(`img2gray.ops.increment_version` swapped for `len` around the timed loops), `_img2gray_into` through its
 C++ entry (no wrapper), and NPP, each on rotated frames (as benchmarks/bench_img2gray.py's small-frame rows) and on one
 frame called again and again. Contenders alternate over rounds; medians of CUDA-event time per call. The bump rows are
-the stable build's: the classic build bumps in C++ (`img2gray.ops._into_is_guarded`), so there both time one path.
+the stable build's: the classic build bumps in C++ (`img2gray.ops._OUT_GUARDED_IN_CPP`), so there both time one path.
 
     PYTHONPATH=<site> python benchmarks/frame_host_cost.py [--npp DIR] [--rounds 7] [--shape 720,1280] [--record FILE]
 
@@ -38,7 +38,7 @@ def main() -> None:
     shape = (height, width, 3)
     frames = [bench.random_image(shape, torch.uint8, "cuda") for _ in range(bench.L2_ROTATE_BYTES // (3 * height * width))]
     out = torch.empty(shape[:-1], dtype=torch.uint8, device="cuda")
-    into = img2gray_ops._into_entry  # what the wrapper's eager out= path calls
+    into = img2gray_ops._into  # what the wrapper's eager out= path calls
     wrapper: Callable[[torch.Tensor], object] = lambda image: img2gray.img2gray(image, out=out)  # noqa: E731
     named: dict[str, Callable[[torch.Tensor], object]] = {
         "img2gray(out=)": wrapper,
@@ -54,14 +54,14 @@ def main() -> None:
             for inputs, label in ((frames, "rotated"), (frames[:1], "one frame")):
                 samples.setdefault(f"{name}, {label}", []).append(bench.time_stream(call, inputs) * 1e3)
         # the bump swapped for `len` (a C call that leaves the tensor alone), around whole timed loops
-        real = img2gray_ops._increment_version
-        img2gray_ops._increment_version = len  # type: ignore[assignment]
+        real = img2gray_ops.increment_version
+        img2gray_ops.increment_version = len  # type: ignore[assignment]
         try:
             for inputs, label in ((frames, "rotated"), (frames[:1], "one frame")):
                 samples.setdefault(f"img2gray(out=) without the bump, {label}", []).append(
                     bench.time_stream(wrapper, inputs) * 1e3)
         finally:
-            img2gray_ops._increment_version = real
+            img2gray_ops.increment_version = real
     for name, values in samples.items():
         print(f"{name:45} {statistics.median(values):6.2f} us  ({min(values):.2f} to {max(values):.2f})")
     if args.record:

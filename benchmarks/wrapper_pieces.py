@@ -19,7 +19,7 @@ PIECES = {
     "img2gray(out=)": "wrapper(image, out=out)",
     "img2gray()": "wrapper(image)",
     "_img2gray_into entry": "into(image, out)",
-    "_increment_version": "increment_version((out,))",
+    "increment_version": "increment_version(out)",
     "is_compiling()": "is_compiling()",
     "is_dynamo_compiling()": "is_dynamo_compiling()",
     "type(image) is not Tensor": "type(image) is not Tensor",
@@ -30,8 +30,8 @@ PIECES = {
 def main() -> None:
     label = sys.argv[1] if len(sys.argv) > 1 else img2gray.build_info().abi
     scope = {
-        "wrapper": img2gray.img2gray, "into": img2gray_ops._into_entry, "Tensor": torch.Tensor,
-        "increment_version": img2gray_ops._increment_version, "is_compiling": img2gray_ops._is_compiling,
+        "wrapper": img2gray.img2gray, "into": img2gray_ops._into, "Tensor": torch.Tensor,
+        "increment_version": img2gray_ops.increment_version, "is_compiling": img2gray_ops._is_compiling,
         "is_dynamo_compiling": img2gray_ops._is_dynamo_compiling,
         "image": torch.randint(0, 256, (8, 8, 3), dtype=torch.uint8), "out": torch.empty(8, 8, dtype=torch.uint8),
     }

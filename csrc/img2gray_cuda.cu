@@ -70,8 +70,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One pixel per thread: the original design. Used for the tail after the last whole chunk, for pointers that
-// are not 16-byte aligned, and as the test/benchmark reference (_img2gray_simple).
+// One pixel per thread: the original design. Used for the tail after the last whole chunk and for pointers that
+// are not 16-byte aligned.
 template <typename T>
 __global__ void img2gray_scalar_kernel(const T* __restrict__ rgb, T* __restrict__ gray, int64_t pixels) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -194,30 +194,25 @@ cudaError_t launch_fast(const T* rgb, T* gray, int64_t pixels, int device, cudaS
 }
 
 template <typename T>
-cudaError_t launch_typed(CudaKernel kernel, const void* rgb, void* gray, int64_t pixels, int device,
-                         cudaStream_t stream) {
-  const T* src = static_cast<const T*>(rgb);
-  T* dst = static_cast<T*>(gray);
-  return kernel == CudaKernel::kSimple ? launch_scalar(src, dst, pixels, stream)
-                                       : launch_fast(src, dst, pixels, device, stream);
+cudaError_t launch_typed(const void* rgb, void* gray, int64_t pixels, int device, cudaStream_t stream) {
+  return launch_fast(static_cast<const T*>(rgb), static_cast<T*>(gray), pixels, device, stream);
 }
 
 }  // namespace
 
-cudaError_t launch_cuda(CudaKernel kernel, Dtype dtype, const void* rgb, void* gray, int64_t pixels, int device,
-                        cudaStream_t stream) {
+cudaError_t launch_cuda(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int device, cudaStream_t stream) {
   if (pixels == 0) {
     return cudaSuccess;
   }
   switch (dtype) {
     case Dtype::kUint8:
-      return launch_typed<uint8_t>(kernel, rgb, gray, pixels, device, stream);
+      return launch_typed<uint8_t>(rgb, gray, pixels, device, stream);
     case Dtype::kFloat32:
-      return launch_typed<float>(kernel, rgb, gray, pixels, device, stream);
+      return launch_typed<float>(rgb, gray, pixels, device, stream);
     case Dtype::kFloat16:
-      return launch_typed<c10::Half>(kernel, rgb, gray, pixels, device, stream);
+      return launch_typed<c10::Half>(rgb, gray, pixels, device, stream);
     case Dtype::kBFloat16:
-      return launch_typed<c10::BFloat16>(kernel, rgb, gray, pixels, device, stream);
+      return launch_typed<c10::BFloat16>(rgb, gray, pixels, device, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -35,15 +35,9 @@ void convert_cpu_tiles(Dtype dtype, const void* rgb, void* gray, const CpuPlan& 
                        std::atomic<int64_t>& next_tile);
 
 #ifdef IMG2GRAY_WITH_CUDA
-enum class CudaKernel {
-  kFast,    // 16-byte vector loads/stores (the op)
-  kSimple,  // one pixel per thread: the original design, kept as the test and benchmark reference
-};
-
 // Enqueues the conversion of `pixels` contiguous pixels on `stream` (the caller has made `device` current).
 // Returns the launch error, if any; pixels == 0 launches nothing.
-cudaError_t launch_cuda(CudaKernel kernel, Dtype dtype, const void* rgb, void* gray, int64_t pixels, int device,
-                        cudaStream_t stream);
+cudaError_t launch_cuda(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int device, cudaStream_t stream);
 #endif
 
 }  // namespace img2gray

@@ -73,6 +73,9 @@ def _truncated_png(tmp_path: Path) -> Path:
                          ".webp, ..., got 'no extension'"),
         ("output is a folder", "cannot write {tmp}: it is a folder"),
         ("no such folder", "cannot write {tmp}/nowhere/gray.png: no such folder {tmp}/nowhere"),
+        # found only after converting before; /sys refuses new files to root too
+        ("folder takes no files", "cannot write /sys/gray.png: expected a folder that takes new files, /sys does not "
+                                  "(Permission denied)"),
         ("only the image", "give both IMAGE and OUTPUT, or neither"),
     ],
 )
@@ -97,6 +100,8 @@ def test_bad_arguments_are_one_line_before_any_work(case: str, message: str, tmp
         output = str(tmp_path)
     elif case == "no such folder":
         output = str(tmp_path / "nowhere" / "gray.png")
+    elif case == "folder takes no files":
+        output = "/sys/gray.png"
     before = sorted(tmp_path.iterdir())
     with pytest.raises(SystemExit) as exit_info:
         main([image] if case == "only the image" else [image, output])

@@ -6,6 +6,7 @@ Every check is written once and runs on the CPU and, where a GPU exists, on CUDA
 
 from __future__ import annotations
 
+import ast
 import gc
 import weakref
 from collections.abc import Callable, Iterator
@@ -250,8 +251,6 @@ def test_the_wrappers_private_ops_fall_through_the_autograd_keys() -> None:
     image = random_image((3, 5, 3), torch.float32, "cpu").requires_grad_()
     gray = torch.ops.img2gray._img2gray_no_grad(image)
     assert gray.grad_fn is None and torch.equal(gray, torch.ops.img2gray.img2gray(image.detach()))
-    if "cuda" in DEVICES:  # the CUDA reference op has no fallthrough: the fallback runs
-        assert torch.ops.img2gray._img2gray_simple(image.detach().cuda().requires_grad_()).grad_fn is not None
     out = torch.empty(3, 5)
     if img2gray.build_info().abi == "classic":
         with pytest.raises(RuntimeError, match=r"out=\.\.\. arguments don't support automatic differentiation"):
@@ -276,7 +275,7 @@ RELEASE_CASES: dict[str, Callable[[], tuple[Callable[..., object], tuple[torch.T
 
 @pytest.mark.parametrize("case", RELEASE_CASES)
 def test_each_kernel_releases_the_tensors_it_was_given_and_returned(case: str) -> None:
-    """The stable build's boxed kernels own their arguments' handles (csrc/stable/torch_binding.cpp, OwnedHandle):
+    """The stable build's kernels (csrc/stable/torch_binding.cpp, boxed by TORCH_BOX) own their arguments' handles:
     once Python drops a tensor, nothing in C++ may keep it alive (torch keeps a tensor's Python object, and so a
     weak reference to it, alive while C++ holds the tensor), refusals included. A double release would crash."""
     op, tensors = RELEASE_CASES[case]()
@@ -604,9 +603,9 @@ def vmap_without_fallback() -> Iterator[None]:
 
 
 def functional_overloads(device: str) -> list[Callable[[torch.Tensor], torch.Tensor]]:
-    """Every way to the functional kernels: the wrapper, the op, the wrapper's no-grad op, the CUDA reference."""
+    """Every way to the functional kernels: the wrapper, the op, the wrapper's no-grad op."""
     ops = torch.ops.img2gray
-    return [img2gray.img2gray, ops.img2gray, ops._img2gray_no_grad] + [ops._img2gray_simple] * (device == "cuda")
+    return [img2gray.img2gray, ops.img2gray, ops._img2gray_no_grad]
 
 
 @pytest.mark.usefixtures("vmap_without_fallback")
@@ -670,7 +669,7 @@ def test_gradients_flow_through_vmap(device: str) -> None:
         assert not torch.vmap(img2gray.img2gray)(images).requires_grad
 
 
-@pytest.mark.parametrize("name", ["img2gray", "_img2gray_no_grad", "_img2gray_simple"])
+@pytest.mark.parametrize("name", ["img2gray", "_img2gray_no_grad"])
 def test_the_functional_fake_kernels_check_like_the_op(name: str) -> None:
     """Shapes are inferred on meta tensors (and under FakeTensorMode) by the fake kernels, which refuse what the op
     refuses rather than inventing an output."""
@@ -680,3 +679,58 @@ def test_the_functional_fake_kernels_check_like_the_op(name: str) -> None:
         overload(torch.empty(4, 5, device="meta"))
     with pytest.raises(RuntimeError, match=r"img2gray: unsupported dtype torch\.float64"):
         overload(torch.empty(4, 5, 3, dtype=torch.float64, device="meta"))
+
+
+def test_the_library_defines_the_op_and_the_wrappers_two_private_ops_only() -> None:
+    """Both bindings define csrc/op_schema.h's list; the CUDA reference kernel's op is not shipped."""
+    names = sorted(name for name in torch._C._dispatch_get_all_op_names() if name.startswith("img2gray::"))
+    assert names == ["img2gray::_img2gray_into", "img2gray::_img2gray_no_grad", "img2gray::img2gray",
+                     "img2gray::img2gray.out"]
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _is_torch(node: ast.expr) -> bool:
+    """`torch` or an attribute of it (`torch.library`, ...)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "torch"
+
+
+def private_torch_uses(source: str) -> list[str]:
+    """What `source` reaches of torch outside its public API: `torch._x` (an attribute, an import or a getattr) and
+    `._op`, OpOverload's C++ entry point."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and (node.attr == "_op" or (_is_private(node.attr) and _is_torch(node.value))):
+            found.append(ast.unparse(node))
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names
+                      if alias.name.split(".")[0] == "torch" and any(map(_is_private, alias.name.split(".")))]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
+            parts = (node.module or "").split(".")
+            found += [f"{node.module}.{alias.name}" for alias in node.names
+                      if any(map(_is_private, parts)) or _is_private(alias.name)]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+              and len(node.args) > 1 and _is_torch(node.args[0]) and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str) and _is_private(node.args[1].value)):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_the_private_torch_scan_finds_each_kind_of_use() -> None:
+    source = ("import torch._dynamo\nfrom torch._ops import OpOverload\nfrom torch import _C\n"
+              "torch._C._increment_version(x)\ntorch.library._x\nop._op(x)\ngetattr(torch, '_C')\n"
+              "torch.__version__\ntorch.library.register_fake\nfrom torch.autograd.graph import increment_version\n")
+    assert sorted(private_torch_uses(source)) == sorted([
+        "torch._dynamo", "torch._ops.OpOverload", "torch._C", "torch._C._increment_version", "torch._C",
+        "torch.library._x", "op._op", "getattr(torch, '_C')"])
+
+
+@pytest.mark.parametrize("module", sorted((REPO_ROOT / "python" / "img2gray").glob("*.py")), ids=lambda p: p.name)
+def test_the_package_uses_public_torch_api_only(module: Path) -> None:
+    """No `torch._C`, `torch._ops`, `torch._check`, ... nor `OpOverload._op`: what a torch release may change without
+    notice. torch.library, torch.ops, torch.compiler and torch.autograd.graph give the op all it needs."""
+    assert private_torch_uses(module.read_text(encoding="utf-8")) == []

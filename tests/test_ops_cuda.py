@@ -8,16 +8,26 @@ import pytest
 import torch
 
 import img2gray
-from tests.test_ops import ALL_DTYPES, random_image
+from tests.test_ops import ALL_DTYPES, pillow_gray, random_image, reference_fp32
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="requires a CUDA GPU")]
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("width", [1, 7, 15, 16, 17, 1023, 1920, 4097])
-def test_fast_kernel_equals_the_simple_reference_kernel(dtype: torch.dtype, width: int) -> None:
-    image = random_image((3, 11, width, 3), dtype, "cuda")
-    assert torch.equal(img2gray.img2gray(image), torch.ops.img2gray._img2gray_simple(image))
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "misaligned"])
+def test_vector_and_scalar_kernels_match_the_cpu_reference(dtype: torch.dtype, width: int, offset: int) -> None:
+    """Widths around the 16-byte chunk (the vector kernel and its scalar tail), and an input one element off 16-byte
+    alignment (the one-pixel-per-thread kernel), against Pillow (uint8) or the documented fp32 formula on the CPU."""
+    image = random_image((3, 11, width, 3), dtype, "cpu")
+    storage = torch.empty(image.numel() + offset, dtype=dtype, device="cuda")
+    on_device = storage[offset:].view(image.shape)
+    on_device.copy_(image)
+    if dtype == torch.uint8:
+        expected = pillow_gray(image.reshape(33, width, 3)).reshape(3, 11, width)
+    else:
+        expected = reference_fp32(image)
+    assert torch.equal(img2gray.img2gray(on_device).cpu(), expected)
 
 
 def test_runs_on_the_current_stream() -> None:

@@ -3,6 +3,7 @@
 // dispatch live here; the kernels (../img2gray_cpu.cpp, ../img2gray_cuda.cu) only see raw pointers.
 #include "../byte_span.h"
 #include "../kernels.h"
+#include "../op_schema.h"
 #include "../ops_names.h"
 #include "../python_module.h"
 
@@ -101,7 +102,6 @@ void run_cpu(const at::Tensor& image, at::Tensor& out) {
 }
 
 #ifdef IMG2GRAY_WITH_CUDA
-template <CudaKernel kKernel>
 void run_cuda(const at::Tensor& image, at::Tensor& out) {
   const int device = image.device().index();
   // Most calls are already on the image's device. The CUDA runtime's device, as in the stable binding: the context
@@ -112,7 +112,7 @@ void run_cuda(const at::Tensor& image, at::Tensor& out) {
   if (current != device) {
     guard.emplace(image.device());
   }
-  C10_CUDA_CHECK(launch_cuda(kKernel, kernel_dtype(image.scalar_type()), image.const_data_ptr(),
+  C10_CUDA_CHECK(launch_cuda(kernel_dtype(image.scalar_type()), image.const_data_ptr(),
                              out.mutable_data_ptr(), out.numel(), device, c10::cuda::getCurrentCUDAStream(device)));
 }
 #endif
@@ -208,8 +208,7 @@ void into_then_bump_version(c10::DispatchKeySet keys, const at::Tensor& image, a
   bump_version(out);
 }
 
-// _img2gray_into, the Python wrapper's out= path: out_variant with positional arguments and nothing returned (a
-// torch.ops call parses keyword arguments and wraps a returned tensor; ~0.5 us per call, benchmarks/NOTES.md).
+// _img2gray_into: out_variant with positional arguments and nothing returned (../op_schema.h says why it exists).
 template <Runner kRun>
 void into(const at::Tensor& image, at::Tensor& out) {
   out_variant<kRun>(image, out);
@@ -247,14 +246,9 @@ void refuse_layout_into(const at::Tensor& image, at::Tensor& /*out*/) {
 }  // namespace
 
 IMG2GRAY_EXPAND(TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
-  m.def("img2gray(Tensor image) -> Tensor");
-  m.def("img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!)");
-  // The Python wrapper's out= path (python/img2gray/ops.py): img2gray.out without the keyword and the return.
-  m.def("_img2gray_into(Tensor image, Tensor(a!) out) -> ()");
-  // The wrapper's path when no gradient is wanted: img2gray's kernels without register_autograd's Python kernel.
-  m.def("_img2gray_no_grad(Tensor image) -> Tensor");
-  // The one-pixel-per-thread CUDA kernel, kept as a reference for tests and benchmarks (CUDA builds only).
-  m.def("_img2gray_simple(Tensor image) -> Tensor");
+  for (const char* schema : kOpSchemas) {
+    m.def(schema);
+  }
 }
 
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
@@ -290,11 +284,10 @@ IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
 
 #ifdef IMG2GRAY_WITH_CUDA
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
-  m.impl("img2gray", &functional<run_cuda<CudaKernel::kFast>>);
-  m.impl("_img2gray_no_grad", &functional<run_cuda<CudaKernel::kFast>>);
-  m.impl("img2gray.out", &out_variant<run_cuda<CudaKernel::kFast>>);
-  m.impl("_img2gray_simple", &functional<run_cuda<CudaKernel::kSimple>>);
-  m.impl("_img2gray_into", &into<run_cuda<CudaKernel::kFast>>);
+  m.impl("img2gray", &functional<run_cuda>);
+  m.impl("_img2gray_no_grad", &functional<run_cuda>);
+  m.impl("img2gray.out", &out_variant<run_cuda>);
+  m.impl("_img2gray_into", &into<run_cuda>);
 }
 #endif
 

@@ -1,10 +1,12 @@
-// The stable-ABI binding: STABLE_TORCH_LIBRARY and the AOTI C shim, compiled with TORCH_TARGET_VERSION
-// set to torch 2.10 (CMakeLists.txt). It reaches torch only through the versioned C shims, so one binary runs
-// under every torch >= 2.10 (no at::/c10:: symbol is imported; tests check the ELF). Same schema, checks and
-// kernels as classic/torch_binding.cpp; errors surface as RuntimeError (the Python wrapper re-raises them as the
-// typed ValueError/TypeError the classic build raises).
+// The stable-ABI binding: torch's public stable API (STABLE_TORCH_LIBRARY, TORCH_BOX, torch::stable::Tensor and the
+// stable C shims under them), compiled with TORCH_TARGET_VERSION set to torch 2.10 (CMakeLists.txt). It reaches
+// torch only through the versioned C shims, so one binary runs under every torch >= 2.10 (no at::/c10:: symbol is
+// imported; tests check the ELF). Same schema (../op_schema.h), checks and kernels as classic/torch_binding.cpp;
+// errors surface as RuntimeError (the Python wrapper re-raises them as the typed ValueError/TypeError the classic
+// build raises).
 #include "../byte_span.h"
 #include "../kernels.h"
+#include "../op_schema.h"
 #include "../ops_names.h"
 #include "../python_module.h"
 
@@ -29,7 +31,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 // The stable headers look up newer shims with dlsym(RTLD_DEFAULT, ...). glibc 2.34 moved dlsym into libc under
@@ -43,35 +44,6 @@ namespace img2gray {
 namespace {
 
 using torch::stable::Tensor;
-
-// A tensor the call owns, without the heap: the boxed kernels below take their arguments' handles off the
-// dispatcher's stack and hand a result's back. Wrapping each in torch::stable::Tensor (as TORCH_BOX does) costs a
-// shared_ptr control block per tensor per call, and returning one a second handle (benchmarks/NOTES.md, row 17).
-class OwnedHandle {
- public:
-  explicit OwnedHandle(AtenTensorHandle handle) noexcept : handle_(handle) {}
-  OwnedHandle(OwnedHandle&& other) noexcept : handle_(other.release()) {}
-  OwnedHandle(const OwnedHandle&) = delete;
-  OwnedHandle& operator=(const OwnedHandle&) = delete;
-  OwnedHandle& operator=(OwnedHandle&&) = delete;
-  ~OwnedHandle() {
-    if (handle_ != nullptr) {
-      (void)aoti_torch_delete_tensor_object(handle_);
-    }
-  }
-  AtenTensorHandle get() const noexcept { return handle_; }
-  AtenTensorHandle release() noexcept { return std::exchange(handle_, nullptr); }
-
- private:
-  AtenTensorHandle handle_;
-};
-
-// A torch::stable::Tensor sharing `handle`'s tensor, for the rare paths that call torch's ops (copies).
-Tensor shared_tensor(AtenTensorHandle handle) {
-  AtenTensorHandle copy = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_new_tensor_handle(handle, &copy));
-  return Tensor(copy);
-}
 
 // One-line errors (STD_TORCH_CHECK prefixes "function, file:line, "); they surface as RuntimeError, which the
 // Python wrapper turns into the same typed TypeError/ValueError as the classic build's.
@@ -107,9 +79,9 @@ std::optional<Dtype> kernel_dtype(int32_t code) {
   return std::nullopt;
 }
 
-std::string dtype_name(int32_t code) {
-  using torch::stable::detail::from;
-  return torch::headeronly::toString(torch::stable::detail::to<torch::headeronly::ScalarType>(from(code)));
+// For messages only: Tensor::scalar_type() maps the shim's code through every dtype getter.
+const char* dtype_name(const Tensor& tensor) {
+  return torch::headeronly::toString(tensor.scalar_type());
 }
 
 size_t element_size(Dtype dtype) {
@@ -135,10 +107,10 @@ std::string device_name(DeviceId device) {
 
 using IntArray = torch::headeronly::IntHeaderOnlyArrayRef;
 
-// What a call's checks and launch read of a tensor, each through the shim once. Every shim call is an exported
-// function behind an exception guard, and Tensor's accessors make several (scalar_type() compares the dtype code
-// with up to 13 dtype getters; sizes(), strides() and element_size() ask again for what another call already
-// read): reading each fact once took an out= call from ~47 shim calls to 18 (benchmarks/NOTES.md, row 14).
+// What a call's checks and launch read of a tensor, each through the stable C shim once. Every shim call is an
+// exported function behind an exception guard, and Tensor's accessors make several (scalar_type() compares the dtype
+// code with up to 13 dtype getters; sizes(), strides() and element_size() ask again for what another call already
+// read): reading each fact once took an out= call from ~47 shim calls to 18.
 struct TensorFacts {
   int32_t dtype;  // the shim's code; kernel_dtype() maps it
   DeviceId device;
@@ -148,7 +120,8 @@ struct TensorFacts {
   bool contiguous;
 };
 
-TensorFacts facts_of(AtenTensorHandle handle) {
+TensorFacts facts_of(const Tensor& tensor) {
+  const AtenTensorHandle handle = tensor.get();
   int64_t dim = 0;
   int64_t* sizes = nullptr;
   int64_t* strides = nullptr;
@@ -182,42 +155,24 @@ struct Image {
   const void* data;
 };
 
-bool is_defined(AtenTensorHandle handle) {
-  bool defined = false;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_is_defined(handle, &defined));
-  return defined;
-}
-
-const void* const_data(AtenTensorHandle handle) {
-  const void* data = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(torch_get_const_data_ptr(handle, &data));
-  return data;
-}
-
-void* mutable_data(AtenTensorHandle handle) {
-  void* data = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(torch_get_mutable_data_ptr(handle, &data));
-  return data;
-}
-
 // The checks run once per call, here (the Python wrapper adds none on the success path).
-Image check_image(AtenTensorHandle image) {
-  IMG2GRAY_CHECK(is_defined(image), "img2gray: expected image to be a Tensor, got None");
+Image check_image(const Tensor& image) {
+  IMG2GRAY_CHECK(image.defined(), "img2gray: expected image to be a Tensor, got None");
   const TensorFacts facts = facts_of(image);
   IMG2GRAY_CHECK(facts.sizes.size() >= 3 && facts.sizes.back() == 3,
                  "img2gray: expected an RGB image of shape (..., H, W, 3), got shape ", format_shape(facts.sizes));
   const std::optional<Dtype> dtype = kernel_dtype(facts.dtype);
   IMG2GRAY_CHECK(dtype.has_value(), "img2gray: expected dtype uint8, float16, bfloat16 or float32, got ",
-                 dtype_name(facts.dtype));
-  return {facts, *dtype, const_data(image)};
+                 dtype_name(image));
+  return {facts, *dtype, image.const_data_ptr()};
 }
 
 // Checks `out` against the checked image; its facts, and (when it has elements) its data pointer in `out_data`.
-TensorFacts check_out(const Image& in, AtenTensorHandle out, void*& out_data) {
-  IMG2GRAY_CHECK(is_defined(out), "img2gray: expected out to be a Tensor, got None");
+TensorFacts check_out(const Tensor& image, const Image& in, const Tensor& out, void*& out_data) {
+  IMG2GRAY_CHECK(out.defined(), "img2gray: expected out to be a Tensor, got None");
   const TensorFacts facts = facts_of(out);
-  IMG2GRAY_CHECK(facts.dtype == in.facts.dtype, "img2gray: expected out of dtype ",
-                 dtype_name(in.facts.dtype), " (the image's), got ", dtype_name(facts.dtype));
+  IMG2GRAY_CHECK(facts.dtype == in.facts.dtype, "img2gray: expected out of dtype ", dtype_name(image),
+                 " (the image's), got ", dtype_name(out));
   IMG2GRAY_CHECK(facts.device == in.facts.device, "img2gray: expected out on ", device_name(in.facts.device),
                  " (the image's device), got ", device_name(facts.device));
   const IntArray sizes = in.facts.sizes;
@@ -230,7 +185,7 @@ TensorFacts check_out(const Image& in, AtenTensorHandle out, void*& out_data) {
   IMG2GRAY_CHECK(facts.contiguous || !may_self_overlap(facts.sizes, facts.strides),
                  "img2gray: more than one element of out may refer to a single memory location (internal overlap); "
                  "expected an out whose elements do not share memory, got strides ", format_shape(facts.strides));
-  out_data = mutable_data(out);
+  out_data = out.mutable_data_ptr();
   const size_t bytes = element_size(in.dtype);
   IMG2GRAY_CHECK(in.facts.numel == 0 ||
                      !overlap(byte_span(out_data, facts.sizes, facts.strides, bytes),
@@ -239,9 +194,9 @@ TensorFacts check_out(const Image& in, AtenTensorHandle out, void*& out_data) {
   return facts;
 }
 
-// Allocation through the AOTI C shim that ATen's own empty_strided sits behind (CUDA: torch's caching allocator),
-// not through the boxed dispatcher (torch_call_dispatcher costs microseconds per call).
-OwnedHandle new_contiguous(const TensorFacts& like, IntArray shape) {
+// Allocation through the stable C shim that ATen's own empty_strided sits behind (CUDA: torch's caching allocator),
+// not through torch::stable::new_empty, which goes through the boxed dispatcher (microseconds per call).
+Tensor new_contiguous(const TensorFacts& like, IntArray shape) {
   constexpr size_t kMaxDims = 16;  // strides on the stack up to here (a heap block per call otherwise)
   std::vector<int64_t> heap_strides;
   int64_t stack_strides[kMaxDims];
@@ -258,15 +213,15 @@ OwnedHandle new_contiguous(const TensorFacts& like, IntArray shape) {
   AtenTensorHandle handle = nullptr;
   STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides,
                                                          like.dtype, like.device.type, like.device.index, &handle));
-  return OwnedHandle(handle);
+  return Tensor(handle);
 }
 
 // The image's pixels, contiguous: its own memory, or (non-contiguous input) one copy kept alive in `copy`.
-const void* dense_data(AtenTensorHandle image, const Image& in, std::optional<Tensor>& copy) {
+const void* dense_data(const Tensor& image, const Image& in, std::optional<Tensor>& copy) {
   if (in.facts.contiguous) {
     return in.data;
   }
-  copy = torch::stable::contiguous(shared_tensor(image));
+  copy = torch::stable::contiguous(image);
   return copy->const_data_ptr();
 }
 
@@ -281,12 +236,11 @@ void run_cpu(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int32_t /
 }
 
 #ifdef IMG2GRAY_WITH_CUDA
-template <CudaKernel kKernel>
 void run_cuda(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int32_t device) {
   // A device guard through the shim allocates one on the heap; most calls are already on the right device. The
   // device asked is the CUDA runtime's, the one whose context the launch uses: torch's own current device can be an
   // index it has not switched the runtime to yet (c10::cuda::MaybeSetDevice, for a device without a context), and
-  // the shim's query walks torch's accelerator hooks (0.3 us a call on the H100 hosts; benchmarks/NOTES.md row 20).
+  // the shim's query walks torch's accelerator hooks (0.3 us a call on the H100 hosts).
   int current = -1;
   STD_CUDA_CHECK(cudaGetDevice(&current));
   std::optional<torch::stable::accelerator::DeviceGuard> guard;
@@ -296,28 +250,30 @@ void run_cuda(Dtype dtype, const void* rgb, void* gray, int64_t pixels, int32_t 
   // The AOTI shim, not Stream::nativeHandle(), which needs torch 2.13.
   void* stream = nullptr;
   STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
-  STD_CUDA_CHECK(launch_cuda(kKernel, dtype, rgb, gray, pixels, device, static_cast<cudaStream_t>(stream)));
+  STD_CUDA_CHECK(launch_cuda(dtype, rgb, gray, pixels, device, static_cast<cudaStream_t>(stream)));
 }
 #endif
 
-// The kernels' bodies, on handles the boxed entry points below own for the whole call.
+// The kernels, boxed by TORCH_BOX: each argument arrives as a torch::stable::Tensor that owns its handle.
+// img2gray(Tensor image) -> Tensor, and _img2gray_no_grad.
 template <Runner kRun>
-OwnedHandle functional(AtenTensorHandle image) {
+Tensor functional(const Tensor& image) {
   const Image in = check_image(image);
-  OwnedHandle out = new_contiguous(in.facts, gray_shape(in.facts.sizes));
+  Tensor out = new_contiguous(in.facts, gray_shape(in.facts.sizes));
   const int64_t pixels = in.facts.numel / 3;
   if (pixels > 0) {
     std::optional<Tensor> copy;
-    kRun(in.dtype, dense_data(image, in, copy), mutable_data(out.get()), pixels, in.facts.device.index);
+    kRun(in.dtype, dense_data(image, in, copy), out.mutable_data_ptr(), pixels, in.facts.device.index);
   }
   return out;
 }
 
+// _img2gray_into(Tensor image, Tensor(a!) out) -> (): writes into out.
 template <Runner kRun>
-void out_variant(AtenTensorHandle image, AtenTensorHandle out) {
+void into(const Tensor& image, const Tensor& out) {
   const Image in = check_image(image);
   void* out_data = nullptr;
-  const TensorFacts out_facts = check_out(in, out, out_data);
+  const TensorFacts out_facts = check_out(image, in, out, out_data);
   if (out_facts.numel == 0) {
     return;
   }
@@ -326,52 +282,18 @@ void out_variant(AtenTensorHandle image, AtenTensorHandle out) {
   if (out_facts.contiguous) {
     kRun(in.dtype, rgb, out_data, out_facts.numel, in.facts.device.index);
   } else {
-    const OwnedHandle packed = new_contiguous(out_facts, gray_shape(in.facts.sizes));
-    kRun(in.dtype, rgb, mutable_data(packed.get()), out_facts.numel, in.facts.device.index);
-    Tensor destination = shared_tensor(out);
-    torch::stable::copy_(destination, shared_tensor(packed.get()));
+    const Tensor packed = new_contiguous(out_facts, gray_shape(in.facts.sizes));
+    kRun(in.dtype, rgb, packed.mutable_data_ptr(), out_facts.numel, in.facts.device.index);
+    Tensor destination = out;
+    torch::stable::copy_(destination, packed);
   }
 }
 
-// Boxed entry points, registered in place of TORCH_BOX's (see OwnedHandle): each takes ownership of its arguments'
-// handles before anything can throw, and hands its result's handle to the stack.
-void expect_arity(const char* op, uint64_t num_args, uint64_t num_outputs, uint64_t args, uint64_t outputs) {
-  IMG2GRAY_CHECK(num_args == args && num_outputs == outputs, op, ": registered schema has ", num_args,
-                 " arguments and ", num_outputs, " returns, the kernel takes ", args, " and returns ", outputs);
-}
-
-AtenTensorHandle tensor_argument(StableIValue value) {
-  return torch::stable::detail::to<AtenTensorHandle>(value);
-}
-
-// img2gray(Tensor image) -> Tensor, and _img2gray_no_grad, _img2gray_simple.
+// img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!).
 template <Runner kRun>
-void boxed_functional(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
-  const OwnedHandle image(tensor_argument(stack[0]));
-  expect_arity("img2gray", num_args, num_outputs, 1, 1);
-  OwnedHandle out = functional<kRun>(image.get());
-  stack[0] = torch::stable::detail::from(out.release());
-}
-
-// img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!): returns its own handle of out.
-template <Runner kRun>
-void boxed_out(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
-  const OwnedHandle image(tensor_argument(stack[0]));
-  OwnedHandle out(tensor_argument(stack[1]));
-  expect_arity("img2gray.out", num_args, num_outputs, 2, 1);
-  out_variant<kRun>(image.get(), out.get());
-  stack[0] = torch::stable::detail::from(out.release());
-}
-
-// _img2gray_into(Tensor image, Tensor(a!) out) -> (): img2gray.out with positional arguments and nothing returned,
-// the wrapper's out= path. A torch.ops call parses keyword arguments and wraps a returned tensor; with neither it
-// costs ~0.5 us less (benchmarks/NOTES.md).
-template <Runner kRun>
-void boxed_into(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
-  const OwnedHandle image(tensor_argument(stack[0]));
-  const OwnedHandle out(tensor_argument(stack[1]));
-  expect_arity("_img2gray_into", num_args, num_outputs, 2, 0);
-  out_variant<kRun>(image.get(), out.get());
+Tensor out_variant(const Tensor& image, const Tensor& out) {
+  into<kRun>(image, out);
+  return out;
 }
 
 // Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
@@ -380,41 +302,48 @@ constexpr const char kNested[] = "a nested tensor";
 constexpr const char kSparse[] = "a sparse tensor";
 
 template <const char* kWhat>
-void boxed_refuse_layout(StableIValue* stack, uint64_t num_args, uint64_t /*num_outputs*/) {
-  for (uint64_t i = 0; i < num_args; ++i) {  // every argument is a tensor: released before the error
-    const OwnedHandle argument(tensor_argument(stack[i]));
-  }
+[[noreturn]] void refuse_layout() {
   fail("img2gray: expected a strided (dense) image of shape (..., H, W, 3), got ", kWhat,
        " (convert each image separately, or call .to_dense())");
+}
+
+template <const char* kWhat>
+Tensor refuse_functional(const Tensor& /*image*/) {
+  refuse_layout<kWhat>();
+}
+
+template <const char* kWhat>
+Tensor refuse_out(const Tensor& /*image*/, const Tensor& /*out*/) {
+  refuse_layout<kWhat>();
+}
+
+template <const char* kWhat>
+void refuse_into(const Tensor& /*image*/, const Tensor& /*out*/) {
+  refuse_layout<kWhat>();
 }
 
 }  // namespace
 }  // namespace img2gray
 
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY, IMG2GRAY_OPS_NAMESPACE, m) {
-  m.def("img2gray(Tensor image) -> Tensor");
-  m.def("img2gray.out(Tensor image, *, Tensor(a!) out) -> Tensor(a!)");
-  // The Python wrapper's out= path (python/img2gray/ops.py): img2gray.out without the keyword and the return.
-  m.def("_img2gray_into(Tensor image, Tensor(a!) out) -> ()");
-  // The wrapper's path when no gradient is wanted: img2gray's kernels without register_autograd's Python kernel.
-  m.def("_img2gray_no_grad(Tensor image) -> Tensor");
-  // The one-pixel-per-thread CUDA kernel, kept as a reference for tests and benchmarks (CUDA builds only).
-  m.def("_img2gray_simple(Tensor image) -> Tensor");
+  for (const char* schema : img2gray::kOpSchemas) {
+    m.def(schema);
+  }
 }
 
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
-  m.impl("img2gray", &img2gray::boxed_functional<img2gray::run_cpu>);
-  m.impl("_img2gray_no_grad", &img2gray::boxed_functional<img2gray::run_cpu>);
-  m.impl("img2gray.out", &img2gray::boxed_out<img2gray::run_cpu>);
-  m.impl("_img2gray_into", &img2gray::boxed_into<img2gray::run_cpu>);
+  m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
+  m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::functional<img2gray::run_cpu>));
+  m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cpu>));
+  m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cpu>));
 }
 
-#define IMG2GRAY_REFUSE(key, what)                                               \
-  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {   \
-    m.impl("img2gray", &img2gray::boxed_refuse_layout<img2gray::what>);          \
-    m.impl("_img2gray_no_grad", &img2gray::boxed_refuse_layout<img2gray::what>); \
-    m.impl("img2gray.out", &img2gray::boxed_refuse_layout<img2gray::what>);      \
-    m.impl("_img2gray_into", &img2gray::boxed_refuse_layout<img2gray::what>);    \
+#define IMG2GRAY_REFUSE(key, what)                                                        \
+  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {            \
+    m.impl("img2gray", TORCH_BOX(&img2gray::refuse_functional<img2gray::what>));          \
+    m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::refuse_functional<img2gray::what>)); \
+    m.impl("img2gray.out", TORCH_BOX(&img2gray::refuse_out<img2gray::what>));             \
+    m.impl("_img2gray_into", TORCH_BOX(&img2gray::refuse_into<img2gray::what>));          \
   }
 IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
 IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)
@@ -425,12 +354,10 @@ IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
 
 #ifdef IMG2GRAY_WITH_CUDA
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
-  using img2gray::CudaKernel;
-  m.impl("img2gray", &img2gray::boxed_functional<img2gray::run_cuda<CudaKernel::kFast>>);
-  m.impl("_img2gray_no_grad", &img2gray::boxed_functional<img2gray::run_cuda<CudaKernel::kFast>>);
-  m.impl("img2gray.out", &img2gray::boxed_out<img2gray::run_cuda<CudaKernel::kFast>>);
-  m.impl("_img2gray_simple", &img2gray::boxed_functional<img2gray::run_cuda<CudaKernel::kSimple>>);
-  m.impl("_img2gray_into", &img2gray::boxed_into<img2gray::run_cuda<CudaKernel::kFast>>);
+  m.impl("img2gray", TORCH_BOX(&img2gray::functional<img2gray::run_cuda>));
+  m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::functional<img2gray::run_cuda>));
+  m.impl("img2gray.out", TORCH_BOX(&img2gray::out_variant<img2gray::run_cuda>));
+  m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cuda>));
 }
 #endif
 

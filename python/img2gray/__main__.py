@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import __version__, build_info, img2gray
-from ._ops import add_op_namespace_prefix
+from ._ops import add_op_namespace_prefix, ops
 from ._settings import ignored_settings
 
 if TYPE_CHECKING:
@@ -45,9 +45,9 @@ def sanity_check() -> bool:
     print(f"  running torch {torch.__version__}, CUDA {torch.version.cuda or '-'}")
     for problem in ignored_settings(os.environ):  # the import stayed quiet about them under python -m (_settings)
         print(f"  warning: {problem}")
-    for overload in (add_op_namespace_prefix("img2gray"), add_op_namespace_prefix("img2gray.out")):
-        keys = [k for k in _DISPATCH_KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(overload, k)]
-        print(f"  {overload}: kernels for {', '.join(keys)}")
+    for name, overload in (("img2gray", ops.img2gray.default), ("img2gray.out", ops.img2gray.out)):
+        keys = [k for k in _DISPATCH_KEYS if overload.has_kernel_for_dispatch_key(getattr(torch.DispatchKey, k))]
+        print(f"  {add_op_namespace_prefix(name)}: kernels for {', '.join(keys)}")
     ok = True
     rgb = torch.tensor([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 255]]], dtype=torch.uint8)
     expected = torch.tensor([[76, 150, 29, 255]], dtype=torch.uint8)  # Pillow's convert("L") of the same pixels
@@ -100,7 +100,21 @@ def output_format(target: Path) -> str:
         name_max = 255
     if len(os.fsencode(target.name)) + _TEMPORARY_EXTRA > name_max:  # the temporary beside it needs room too
         raise ValueError(f"cannot write {target}: the file name is over {name_max - _TEMPORARY_EXTRA} bytes")
+    _check_takes_new_files(target)
     return fmt
+
+
+def _check_takes_new_files(target: Path) -> None:
+    """ValueError unless ``target``'s folder takes the temporary file ``_write_whole`` makes there, so that an
+    unwritable folder is refused before the install check and the conversion, not after them. A probe file is
+    created and removed: permission bits say nothing for root or on a read-only mount."""
+    try:
+        descriptor, probe = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    except OSError as exc:
+        raise ValueError(f"cannot write {target}: expected a folder that takes new files, {target.parent} does not "
+                         f"({exc.strerror or _one_line(exc)})") from None
+    os.close(descriptor)
+    os.unlink(probe)
 
 
 def convert_file(image: Image.Image, source: Path, target: Path, fmt: str) -> bool:

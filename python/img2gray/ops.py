@@ -1,5 +1,6 @@
 """The Python way into ``torch.ops.img2gray.img2gray``: the wrapper, the fake kernels, the backward and the
-batching rules.
+batching rules, all through public torch API (``torch.library``, ``torch.ops``, ``torch.compiler``,
+``torch.autograd.graph``).
 
 The op checks its arguments in C++, once per call; on the success path the wrapper adds only what the stable ABI
 cannot do from C++ (out='s autograd refusal and version bump), and it turns a refusal into the typed error the docs
@@ -16,7 +17,9 @@ from typing import Any, Callable, Optional, Tuple, TypeVar
 
 import torch
 from torch import Tensor
+from torch.autograd.graph import increment_version
 
+from ._build_info import build_info
 from ._ops import add_op_namespace_prefix, impl_library, ops
 
 __all__ = ["LUMA_WEIGHTS", "SUPPORTED_DTYPES", "img2gray"]
@@ -27,83 +30,54 @@ _DTYPE_NAMES = "uint8, float16, bfloat16 or float32"
 OUT_AUTOGRAD_MESSAGE = ("img2gray(): functions with out=... arguments don't support automatic differentiation, "
                         "but one of the arguments requires grad.")
 
+# The public overloads, which traced code (torch.compile, torch.export) calls.
 _functional: Callable[[Tensor], Tensor] = ops.img2gray.default
-_out_overload: torch._ops.OpOverload = ops.img2gray.out
-_simple: Callable[[Tensor], Tensor] = ops._img2gray_simple.default
+_out: Callable[..., Tensor] = ops.img2gray.out
+# The private ops the eager wrapper calls (csrc/op_schema.h says why each exists), as their OpOverloads' `__call__`
+# bound once: calling an OpOverload itself looks that method up on every call (~0.1 us of the ~0.25 us it costs).
+_no_grad: Callable[[Tensor], Tensor] = ops._img2gray_no_grad.default.__call__
+_into: Callable[[Tensor, Optional[Tensor]], None] = ops._img2gray_into.default.__call__
 
-
-def _entry_point(overload: torch._ops.OpOverload) -> Any:
-    """The overload's C++ entry point: OpOverload.__call__ is one Python frame around it (~0.1 us per call). Eager
-    calls only; traced code (torch.compile) calls the OpOverloads themselves, which Dynamo knows."""
-    return getattr(overload, "_op", overload)
-
-
-# Eager out=: `_img2gray_into(image, out) -> ()`, the out overload's checks and kernels behind a schema with
-# positional arguments and no return: the torch.ops call parses no keyword and wraps no result (~0.3-0.5 us less,
-# benchmarks/NOTES.md).
-_into_entry = _entry_point(ops._img2gray_into.default)
-# Eager calls that want no gradient: `_img2gray_no_grad(image) -> Tensor`, the functional overload's kernels
-# without the autograd kernel that register_autograd installs, which is Python (a few us per call). Entering
-# _AutoDispatchBelowAutograd around the functional overload instead cost ~0.6-1 us (benchmarks/NOTES.md).
-_no_grad_entry: Callable[[Tensor], Tensor] = _entry_point(ops._img2gray_no_grad.default)
-
-
-def _fall_through_autograd(op_names: Tuple[str, ...]) -> None:
-    """The wrapper calls its private ops only when no gradient is wanted (and refuses out= with one), so they need
-    nothing at the Autograd keys: a fallthrough there skips torch's boxed autograd fallback on every eager call
-    (~0.05-0.1 us, benchmarks/NOTES.md row 17). Unlike a kernel registered at those keys it runs nothing, so the
-    modes below autograd (FakeTensorMode, functionalization) still see the call. An op that has an Autograd kernel
-    (the classic build's `_img2gray_into`, which raises torch's out=-with-autograd error) keeps it."""
-    for qualname in map(add_op_namespace_prefix, op_names):
-        if not torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "Autograd"):
-            torch.library.impl(qualname, "Autograd", torch.library.fallthrough_kernel)
-
-
-_fall_through_autograd(("_img2gray_into", "_img2gray_no_grad"))
-# The classic build's `_img2gray_into` refuses autograd and bumps `out`'s version in C++ (kernels at the Autograd and
-# ADInplaceOrView keys), as torch's own out= ops do; the stable ABI reaches neither requires_grad nor a version counter,
-# so for that build the wrapper does both in Python (~0.25 us per call, benchmarks/NOTES.md row 24).
-_into_is_guarded = torch._C._dispatch_has_kernel_for_dispatch_key(add_op_namespace_prefix("_img2gray_into"),
-                                                                  "ADInplaceOrView")
-_is_compiling = torch.compiler.is_compiling
-_is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # ~0.035 us: `return False`, which Dynamo folds to True
-_Tensor = torch.Tensor
-_grad_enabled = torch.is_grad_enabled
-# torch.autograd.graph.increment_version without its Python frame: an iterable of tensors (tested on torch 2.11-2.14)
-_increment_version: Callable[[Tuple[Tensor, ...]], None] = torch._C._increment_version
+# The classic build refuses out= with autograd and bumps `out`'s version in C++, at the Autograd and ADInplaceOrView
+# keys of both out= ops, as torch's own out= ops do, so the wrapper's eager out= path there is one C++ call. The
+# stable ABI reaches neither requires_grad nor a version counter from C++: for that build, Python does both.
+_OUT_GUARDED_IN_CPP = build_info().abi == "classic"
 _library = impl_library()  # kept for the life of the module: its registrations go with it
 
-
-def _out_as_into_at_ad_inplace_or_view() -> None:
-    """`img2gray.out`'s ADInplaceOrView kernel, the key below autograd where torch bumps the version counter of an
-    op's mutated arguments, so that autograd refuses to backward through a tensor modified after it was saved (for an
-    op defined in C++ the key falls through to nothing, and a saved `out` would silently carry the new values). After
-    the bump it runs `_img2gray_into` rather than going on down to the out kernels: the modes below (functionalization,
-    fake tensors) then see an op that returns nothing, which torch.compile and torch.export's run_decompositions can
-    functionalize; they refuse `img2gray.out` itself, whose result carries an alias annotation (`-> Tensor(a!)`,
-    without torch's `out` tag, which the stable ABI can set only from torch 2.12).
-
-    The classic build registers this kernel in C++. The stable ABI has no way to bump a version from C++, so its build
-    gets this one, in Python like the kernel torch.library.custom_op gives mutable ops: ~2.7 us per direct `torch.ops`
-    call (benchmarks/NOTES.md row 21); the wrapper's eager path bumps the version itself and does not pay it. Like
-    custom_op's kernel it skips inference tensors, which have no version and can never be saved for backward (torch's
-    own out= ops refuse them outside inference mode)."""
-    qualname = add_op_namespace_prefix("img2gray.out")
-    if torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "ADInplaceOrView"):
-        return
-    below = torch._C._after_ADInplaceOrView_keyset
-
-    def bump_then_into(keyset: torch._C.DispatchKeySet, image: Tensor, *, out: Optional[Tensor]) -> Tensor:
-        if out is None:  # an undefined tensor (out=None): the out kernel below says what it expected
-            return _out_overload.redispatch(keyset & below, image, out=out)  # type: ignore[no-any-return]
-        _increment_version((out,))
-        _into_entry(image, out)
-        return out
-
-    _library.impl("img2gray.out", bump_then_into, "ADInplaceOrView", with_keyset=True)  # type: ignore[no-untyped-call]
+# The private ops fall through the Autograd keys: the wrapper calls them only when no gradient is wanted (and refuses
+# out= with one), so torch's boxed autograd fallback would only cost time (~0.05-0.1 us per call). Unlike a kernel
+# there, a fallthrough runs nothing, so the modes below autograd (FakeTensorMode, functionalization) still see the
+# call. The classic build's `_img2gray_into` keeps its C++ Autograd kernel, which refuses autograd.
+for _private in ("_img2gray_no_grad",) + (() if _OUT_GUARDED_IN_CPP else ("_img2gray_into",)):
+    _library.impl(_private, torch.library.fallthrough_kernel, "Autograd")  # type: ignore[no-untyped-call]
 
 
-_out_as_into_at_ad_inplace_or_view()
+def _bump_then_into(image: Tensor, *, out: Optional[Tensor]) -> Optional[Tensor]:
+    """The stable build's ADInplaceOrView kernel for `img2gray.out`, the key below autograd where torch bumps the
+    version counter of an op's mutated arguments, so that autograd refuses to backward through a tensor modified
+    after it was saved (for an op defined in C++ the key falls through to nothing, and a saved `out` would silently
+    carry the new values). After the bump it runs `_img2gray_into` rather than going on down to the out kernels: the
+    modes below (functionalization, fake tensors) then see an op that returns nothing, which torch.compile and
+    torch.export's run_decompositions can functionalize; they refuse `img2gray.out` itself, whose result carries an
+    alias annotation (`-> Tensor(a!)`, without torch's `out` tag, which the stable ABI can set only from torch 2.12).
+
+    The classic build has this kernel in C++. Here it is Python, like the kernel torch.library.custom_op gives mutable
+    ops, and costs ~2.7 us per direct `torch.ops` call; the wrapper's eager path bumps the version itself and does not
+    pay it. Like custom_op's kernel it leaves inference tensors alone (increment_version skips them): they have no
+    version and can never be saved for backward."""
+    if out is not None:  # None: `_img2gray_into`'s check says what it expected
+        increment_version(out)
+    _into(image, out)
+    return out
+
+
+if not _OUT_GUARDED_IN_CPP:
+    _library.impl("img2gray.out", _bump_then_into, "ADInplaceOrView")  # type: ignore[no-untyped-call]
+
+_Tensor = torch.Tensor
+_grad_enabled = torch.is_grad_enabled
+_is_compiling = torch.compiler.is_compiling
+_is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # ~0.02 us: `return False`, which Dynamo folds to True
 
 
 def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
@@ -119,12 +93,12 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
     or itself, and for ``out=`` with autograd.
     """
     try:
-        # Traced calls take the public overloads: Dynamo cannot trace the C++ entry points, and an exported program
-        # should name the public op. A plain torch.Tensor outside Dynamo is an eager call, so only Dynamo and tensor
+        # Traced calls take the public overloads: an exported program should name the public op, and the private
+        # ones exist for eager speed. A plain torch.Tensor outside Dynamo is an eager call, so only Dynamo and tensor
         # subclasses (FakeTensor under non-strict torch.export) ask torch.compiler.is_compiling(), which costs about
-        # twice what the type check and Dynamo's own flag cost (0.03-0.08 us per call, benchmarks/NOTES.md row 23).
-        # (A plain tensor captured as a constant in a non-strict export is taken for eager: its call is recorded as
-        # the private op it runs, which exports and runs the same.)
+        # twice what the type check and Dynamo's own flag cost. (A plain tensor captured as a constant in a
+        # non-strict export is taken for eager: its call is recorded as the private op it runs, which exports and
+        # runs the same.)
         traced = (type(image) is not _Tensor or _is_dynamo_compiling()) and _is_compiling()
         if out is None:
             if traced:
@@ -132,16 +106,14 @@ def img2gray(image: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
                 return _functional(image)
             if image.requires_grad and _grad_enabled():
                 return _functional(image)
-            return _no_grad_entry(image)
-        if traced or not _into_is_guarded:
+            return _no_grad(image)
+        if traced or not _OUT_GUARDED_IN_CPP:
             if (image.requires_grad or out.requires_grad) and _grad_enabled():
                 raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
             if traced:
                 return _traced_out(image, out)
-            # What img2gray.out's ADInplaceOrView kernel does (above), for ~0.1 us: the stable build's `_img2gray_into`
-            # has no kernel there (it would be that Python one), so its one caller bumps the version.
-            _increment_version((out,))
-        _into_entry(image, out)
+            increment_version(out)  # what _bump_then_into does, without a Python kernel in the dispatcher
+        _into(image, out)
         return out
     except Exception as exc:
         error = _explain(exc, image, out)
@@ -154,10 +126,10 @@ def _traced_out(image: Tensor, out: Tensor) -> Tensor:
     """out= under torch.compile or torch.export: the public out overload, after the wrapper's own checks, whose typed
     errors a traced call would otherwise not give on every torch (a fake kernel's error reaches the caller differently
     from one torch version to the next). Functionalization sees `_img2gray_into` there (the out overload's
-    ADInplaceOrView kernel, above)."""
+    ADInplaceOrView kernel: _bump_then_into, or its C++ twin in the classic build)."""
     _check_image(image)
     _check_out(image, out)
-    return _out_overload(image, out=out)  # type: ignore[no-any-return]
+    return _out(image, out=out)
 
 
 def _explain(exc: Exception, image: object, out: object) -> Exception:
@@ -230,20 +202,22 @@ def _fake_kernel(op_name: str) -> Callable[[_Kernel], _Kernel]:
 
 @_fake_kernel("img2gray")
 def _img2gray_fake(image: Tensor) -> Tensor:
-    torch._check(image.dim() >= 3 and image.shape[-1] == 3, lambda: "img2gray: expected (..., H, W, 3)")
-    torch._check(image.dtype in SUPPORTED_DTYPES, lambda: f"img2gray: unsupported dtype {image.dtype}")
+    if image.dim() < 3 or image.shape[-1] != 3:
+        raise RuntimeError("img2gray: expected (..., H, W, 3)")
+    if image.dtype not in SUPPORTED_DTYPES:
+        raise RuntimeError(f"img2gray: unsupported dtype {image.dtype}")
     return image.new_empty(image.shape[:-1])
 
 
 @_fake_kernel("img2gray.out")
 def _img2gray_out_fake(image: Tensor, *, out: Tensor) -> Tensor:
     # Also the Meta kernel: a meta image with a CPU out (or the reverse) dispatches here, and must not "succeed".
-    torch._check(out.device == image.device,
-                 lambda: f"img2gray: expected out on {image.device} (the image's device), got {out.device}")
-    torch._check(out.dtype == image.dtype,
-                 lambda: f"img2gray: expected out of dtype {image.dtype} (the image's), got {out.dtype}")
-    torch._check(tuple(out.shape) == tuple(image.shape[:-1]),
-                 lambda: f"img2gray: expected out of shape {tuple(image.shape[:-1])}, got {tuple(out.shape)}")
+    if out.device != image.device:
+        raise RuntimeError(f"img2gray: expected out on {image.device} (the image's device), got {out.device}")
+    if out.dtype != image.dtype:
+        raise RuntimeError(f"img2gray: expected out of dtype {image.dtype} (the image's), got {out.dtype}")
+    if tuple(out.shape) != tuple(image.shape[:-1]):
+        raise RuntimeError(f"img2gray: expected out of shape {tuple(image.shape[:-1])}, got {tuple(out.shape)}")
     return out
 
 
@@ -254,7 +228,6 @@ def _img2gray_into_fake(image: Tensor, out: Tensor) -> None:
 
 # The functional overloads share the checks and kernels, so they share the fake kernel too.
 _fake_kernel("_img2gray_no_grad")(_img2gray_fake)
-_fake_kernel("_img2gray_simple")(_img2gray_fake)
 
 
 def _vmap_rule(op: Callable[[Tensor], Tensor]) -> Callable[..., Tuple[Tensor, Optional[int]]]:
@@ -274,7 +247,6 @@ def _vmap_rule(op: Callable[[Tensor], Tensor]) -> Callable[..., Tuple[Tensor, Op
 
 
 torch.library.register_vmap(add_op_namespace_prefix("img2gray"), _vmap_rule(_functional))
-torch.library.register_vmap(add_op_namespace_prefix("_img2gray_simple"), _vmap_rule(_simple))
 # Under vmap the wrapper's `image` is a batched tensor whose requires_grad is False whatever the tensor it wraps says,
 # so the wrapper takes its no-grad shortcut there even when a gradient is wanted: the rule runs the whole op, autograd
 # included, on the unwrapped batch (without it `vmap(img2gray)(x).sum().backward()` left x.grad None). Checking for
