@@ -1,7 +1,7 @@
 # What lets one binary load next to any torch of its range on any manylinux_2_28 system, and where it installs.
 
 # Reference __libc_single_threaded (GLIBC_2.32) through our own always-zero flag, so the binary needs only
-# symbols of glibc <= 2.28 and can honestly carry torch's own manylinux_2_28 tag (README: "Platform tag").
+# symbols of glibc <= 2.28 and can honestly carry torch's own manylinux_2_28 tag (docs/building.md: "Platform tag").
 target_compile_definitions(_C PRIVATE __libc_single_threaded=img2gray_never_single_threaded)
 # Error messages name csrc/... rather than the build machine's absolute path (also keeps builds reproducible).
 target_compile_options(_C PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fmacro-prefix-map=${CMAKE_CURRENT_SOURCE_DIR}/=>

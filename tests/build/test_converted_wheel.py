@@ -20,7 +20,7 @@ from tests.helpers.venvs import fresh_venv, package_farm
 
 pytestmark = pytest.mark.slow
 
-# The README's "The op" block, with the inputs it leaves to the reader, checked against Pillow's fixed point.
+# The README's "Use" block, with the inputs it leaves to the reader, checked against Pillow's fixed point.
 README_EXAMPLES = r"""
 import torch, img2gray
 

@@ -4,7 +4,7 @@ The build backend (``tools.build.backend``), hub2wheel (``convert``) and the ind
 ``img2gray-cu130`` / ``0.1.0+torch2.14`` / ``torch==2.14.*`` / ``cp39-abi3`` are decided once. A build variant becomes
 a wheel name in exactly one function, ``wheel_name_for``; its torch requirement in ``torch_requirement_for``.
 
-Scheme (README, "Naming scheme"):
+Scheme (docs/building.md, "Naming scheme"):
 
 * distribution: ``<kernel>-<backend>`` (``img2gray-cu130``, ``img2gray-rocm71``, ``img2gray-cpu``); a noarch
   kernel keeps the bare kernel name; an SDK is ``<kernel>-sdk[-<backend>]``, an MLX kernel ``<kernel>-mlx-<backend>``.
