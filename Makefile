@@ -51,8 +51,8 @@ hub-stop: venv
 # The marker holds the requirement as tests/helpers/venvs.py writes it, so the tests and `make hub` share the venv.
 $(OLAH_VENV)/.requirements:
 	rm -rf $(OLAH_VENV)
-	$(PYTHON) -m venv $(OLAH_VENV)
-	$(OLAH_VENV)/bin/python -m pip install -q "$(OLAH_SPEC)"
+	$(PYTHON) -m venv $(OLAH_VENV) >&2
+	$(OLAH_VENV)/bin/python -m pip install -q "$(OLAH_SPEC)" >&2
 	printf '%s' "$(OLAH_SPEC)" > $@
 
 # Static checks (configured in pyproject.toml): ruff over the Python tree, mypy --strict over tools/ and the op package,
@@ -76,10 +76,11 @@ install: wheel
 
 venv: $(VENV)/.installed
 
+# Set-up output goes to stderr: `eval "$$(make -s hub)"` reads the one line `make hub` prints on stdout.
 $(VENV)/.installed: requirements/dev.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --upgrade pip
-	$(PIP) install -r requirements/dev.txt
+	$(PYTHON) -m venv $(VENV) >&2
+	$(PIP) install --upgrade pip >&2
+	$(PIP) install -r requirements/dev.txt >&2
 	mkdir -p dist
 	touch $@
 
