@@ -58,13 +58,15 @@ def toolkit_python(release: str) -> Path:
     marker = venv / ".kernels-release"
     shared = sysconfig.get_paths()["purelib"]
     wanted = f"{release}\n{shared}"
-    if not (marker.exists() and marker.read_text() == wanted):
+    if not (marker.exists() and marker.read_text() == wanted and installed_kernels(venv / "bin" / "python") == release):
         import shutil
 
         shutil.rmtree(venv, ignore_errors=True)
         fresh_venv(venv, share_site_packages_of=Path(shared))
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+        # --ignore-installed: the shared environment's own kernels would otherwise satisfy the requirement, and
+        # the venv would see whichever release that environment holds.
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
                         f"kernels=={release}"], check=True, env=env)
         marker.write_text(wanted)
     return venv / "bin" / "python"
