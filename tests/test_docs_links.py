@@ -104,7 +104,7 @@ def test_readme_opens_with_the_two_commands() -> None:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_facts_are_dated_by_commit_and_host(page: Path) -> None:
     """Measurements name the commit, the host and the date, not the round of work that made them."""
-    pattern = re.compile(r"session [0-9]|device tool|lent (machine|H)", re.IGNORECASE)
+    pattern = re.compile(r"session [0-9]|device[ ]tool|lent (machine|H)", re.IGNORECASE)
     hits = [f"{number}: {line.strip()}" for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
             if pattern.search(line)]
     assert hits == []
