@@ -55,8 +55,8 @@ $(OLAH_VENV)/.requirements:
 	$(OLAH_VENV)/bin/python -m pip install -q "$(OLAH_SPEC)" >&2
 	printf '%s' "$(OLAH_SPEC)" > $@
 
-# Static checks (configured in pyproject.toml): ruff over the Python tree, mypy --strict over tools/ and the op package,
-# shellcheck over the benchmark scripts the device runs.
+# Static checks (configured in pyproject.toml): ruff over the Python tree, mypy --strict over tools/ (kernelwheel as
+# the package it is installed as) and the op package, shellcheck over the benchmark scripts the device runs.
 lint: venv
 	$(VENV)/bin/ruff check tools tests benchmarks python
 	$(VENV)/bin/mypy
@@ -77,10 +77,12 @@ install: wheel
 venv: $(VENV)/.installed
 
 # Set-up output goes to stderr: `eval "$$(make -s hub)"` reads the one line `make hub` prints on stdout.
-$(VENV)/.installed: requirements/dev.txt
+# The toolkit (tools/kernelwheel) is installed editable: its distribution is tools/pyproject.toml.
+$(VENV)/.installed: requirements/dev.txt tools/pyproject.toml
 	$(PYTHON) -m venv $(VENV) >&2
 	$(PIP) install --upgrade pip >&2
 	$(PIP) install -r requirements/dev.txt >&2
+	$(PIP) install -e ./tools >&2
 	mkdir -p dist
 	touch $@
 

@@ -53,6 +53,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: the repository root holds tests/ and tools/
+# The kernelwheel package (tools/kernelwheel), where it is not installed (`make venv` installs it, editable): after
+# site-packages, so tools/build cannot stand in for an installed `build`.
+KERNELWHEEL_PATH = [] if importlib.util.find_spec("kernelwheel") else [str(ROOT / "tools")]
+sys.path.extend(KERNELWHEEL_PATH)
 
 from tests.helpers import kernel_repos  # noqa: E402
 from tests.helpers.hub_fixtures import KERNELS_VERSION, olah_server  # noqa: E402
@@ -203,11 +207,12 @@ def run_case(case: str, repo_id: str, commit: str, endpoint: str, tmp: Path, ker
                        "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
                 env.pop("HF_HUB_CACHE", None)
                 # to-wheel runs from its own venv with nothing of ours on its path; hub2wheel and the bare download
-                # see the repository root, then whatever PYTHONPATH this benchmark was given (packages carried to a
-                # machine that lacks them).
+                # see the repository root (and tools/, where kernelwheel is not installed), then whatever
+                # PYTHONPATH this benchmark was given (packages carried to a machine that lacks them).
                 env.pop("PYTHONPATH", None)
                 if tool != TO_WHEEL:
-                    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+                    env["PYTHONPATH"] = os.pathsep.join(
+                        p for p in (str(ROOT), *KERNELWHEEL_PATH, os.environ.get("PYTHONPATH")) if p)
                 if phase == "offline":
                     env["HF_HUB_OFFLINE"] = "1"
                 before = _snapshot(out)

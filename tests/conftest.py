@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelwheel.naming import WheelName, torch_label, torch_minor
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv
-from tools.kernelwheel.naming import WheelName, torch_label, torch_minor
 
 # The toolkit tests' fixtures (kernel repositories, olah on 127.0.0.1, helper venvs).
 pytest_plugins = ["tests.helpers.hub_fixtures"]

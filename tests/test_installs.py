@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernelwheel.naming import WheelName
+from kernelwheel.wheelfile import read_wheel, rename_wheel, write_wheel
 from tests.conftest import stable_wheels
-from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.wheelfile import read_wheel, rename_wheel, write_wheel
 
 
 def _pip_target(target: Path, wheel: Path) -> None:

@@ -15,13 +15,13 @@ import kernel_abi_check
 import pytest
 import torch
 
+from kernelwheel.naming import WheelName
+from kernelwheel.wheelfile import read_wheel
 from tests.conftest import WHEELHOUSE, stable_wheels
 from tests.helpers.elf import demangled, dynamic_symbols, extracted_library
 from tests.helpers.repo import REPO_ROOT
 from tools.build.toolkit import backend_tag, nvcc_version
 from tools.build.wheel import build
-from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.wheelfile import read_wheel
 
 BACKEND = backend_tag(nvcc_version(), torch.version.cuda)  # the compiler names the build (tools.build.toolkit)
 

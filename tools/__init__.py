@@ -1,1 +1,2 @@
-"""Packaging tools for img2gray and other Hub kernels; run them as ``python -m tools.<name>``."""
+"""img2gray's build (``tools.build``) and commands run from a checkout as ``python -m tools.<name>``; the generic
+toolkit they use is the ``kernelwheel`` distribution beside them (kernelwheel/, pyproject.toml)."""

@@ -1,6 +1,6 @@
-"""``python -m tools.hub2wheel``: the documented spelling of the ``tools.cli.hub2wheel`` command."""
+"""``python -m tools.hub2wheel`` from a checkout: the ``hub2wheel`` command (``kernelwheel.cli.hub2wheel``)."""
 
-from tools.cli.hub2wheel import main
+from kernelwheel.cli.hub2wheel import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelwheel.errors import InvalidWheel
+from kernelwheel.format.variants import Backend
+from kernelwheel.naming import WheelName, torch_minor
+from kernelwheel.wheelfile import read_wheel
 from tests.helpers.elf import LIBRARY, dynamic_symbols, extracted_library, needed_libraries
 from tools.build.backend import built_backend
 from tools.build.toolkit import backend_tag, nvcc_version
 from tools.build.wheel import BuildFailed, build, selected_abi
-from tools.kernelwheel.errors import InvalidWheel
-from tools.kernelwheel.format.variants import Backend
-from tools.kernelwheel.naming import WheelName, torch_minor
-from tools.kernelwheel.wheelfile import read_wheel
 
 
 def test_classic_wheel_name_metadata_and_tags(classic_wheel: Path) -> None:

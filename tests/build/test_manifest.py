@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.errors import InvalidManifest
 from tests.helpers.repo import REPO_ROOT
 from tools.build.manifest import BuildManifest, main
-from tools.kernelwheel.errors import InvalidManifest
 
 
 def test_project_manifest() -> None:

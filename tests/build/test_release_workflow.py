@@ -35,12 +35,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from kernelwheel.wheelfile import read_wheel, rename_wheel, write_wheel
 from tests.helpers import workflows
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.workflows import step_running
 from tools.build import wheel as build_wheel
 from tools.build.manifest import BuildManifest
-from tools.kernelwheel.wheelfile import read_wheel, rename_wheel, write_wheel
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "release.yml"
 CIBW_CONFIG = REPO_ROOT / ".github" / "cibuildwheel.toml"
@@ -466,10 +466,16 @@ def test_publish_job_runs_on_tags_after_tests_and_builds() -> None:
     build_steps = workflow["jobs"]["build"]["steps"]
     upload = next(s for s in build_steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"].startswith(download["with"]["pattern"].removesuffix("*"))
-    count = re.search(r'test "\$\{#wheels\[@\]\}" -eq (\d+)', step_running(publish, "twine check")["run"])
-    assert count and int(count.group(1)) == len(matrix_entries(workflow["jobs"]["build"]))
+    check = step_running(publish, "twine check")["run"]
+    count = re.search(r'test "\$\{#wheels\[@\]\}" -eq (\d+)', check)
+    # one img2gray wheel per build job, and the toolkit's kernelwheel wheel, built here from tools/pyproject.toml
+    assert count and int(count.group(1)) == len(matrix_entries(workflow["jobs"]["build"])) + 1
+    assert re.search(r"^python -m build --wheel --outdir wheelhouse tools/$", check, re.MULTILINE)
+    assert (REPO_ROOT / "tools" / "pyproject.toml").is_file()
+    # it is installed before the upload step runs its `kernelwheel upload`
+    assert check.index("pip install wheelhouse/kernelwheel-") < check.index("wheels=(wheelhouse/*.whl)")
 
-    upload_step = step_running(publish, "-m tools.cli.upload")
+    upload_step = step_running(publish, "kernelwheel upload")
     assert "--skip-existing" in upload_step["run"] and "--non-interactive" in upload_step["run"]
     assert upload_step["env"] == {name: f"${{{{ secrets.{name} }}}}"
                                   for name in ("TWINE_REPOSITORY_URL", "TWINE_USERNAME", "TWINE_PASSWORD")}

@@ -18,18 +18,18 @@ import kernel_abi_check
 import pytest
 from packaging.version import Version as pv
 
+from kernelwheel.errors import BuildFailed
+from kernelwheel.format.digests import verify_digest
+from kernelwheel.layout import collect_files, read_metadata
+from kernelwheel.naming import WheelName
+from kernelwheel.publish.git import GitTransport
+from kernelwheel.publish.release import publish
 from tests.helpers.elf import demangled, dynamic_symbols
 from tests.helpers.git_remotes import make_remote
 from tests.helpers.hub_fixtures import olah_server, pip_install_by_name
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.build.variants import TorchEnv, build_id, plan_variants
-from tools.kernelwheel.errors import BuildFailed
-from tools.kernelwheel.format.digests import verify_digest
-from tools.kernelwheel.layout import collect_files, read_metadata
-from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.publish.git import GitTransport
-from tools.kernelwheel.publish.release import publish
 
 pytestmark = pytest.mark.slow
 

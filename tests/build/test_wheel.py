@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.errors import BuildFailed
 from tests.helpers.repo import REPO_ROOT
 from tools.build.wheel import DEFAULT_PLATFORM, check_platform
-from tools.kernelwheel.errors import BuildFailed
 
 
 @pytest.mark.parametrize("platform", [DEFAULT_PLATFORM, "manylinux2014_x86_64", "manylinux_2_34_x86_64"])

@@ -21,15 +21,15 @@ from pathlib import Path
 import pytest
 from packaging.utils import parse_wheel_filename
 
+from kernelwheel.cli.hub2wheel import main
+from kernelwheel.format.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
+from kernelwheel.wheelfile import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos, olah_server, pip_install_by_name
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import drip_server
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 from tests.helpers.venvs import fresh_venv, package_farm
-from tools.cli.hub2wheel import main
-from tools.kernelwheel.format.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
-from tools.kernelwheel.wheelfile import read_wheel
 
 CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
 RUN_OP = (
@@ -339,7 +339,7 @@ def test_hub_rerun_rewrites_nothing_and_offline_gives_the_same_wheels(
 # Run in a fresh interpreter: which modules a rerun imports is the point (no HTTP stack, no HfApi).
 _RERUN_PROBE = """
 import sys
-from tools.cli.hub2wheel import main
+from kernelwheel.cli.hub2wheel import main
 rc = main(sys.argv[1:])
 loaded = sorted(m for m in sys.modules if m.partition(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2")
                 or m in ("huggingface_hub.hf_api", "huggingface_hub.file_download", "huggingface_hub.errors"))

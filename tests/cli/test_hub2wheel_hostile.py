@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.atomic import stale_temporary_owner
 from tests.helpers import kernel_repos
 from tests.helpers.elf import CXX_NEEDS, as_aarch64, cxx_library, endless_version_needs, with_version_need
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
-from tools.kernelwheel.atomic import stale_temporary_owner
 
 GOOD = "torch213-cxx11-cpu-x86_64-linux"
 GOOD_WHEEL = "img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"

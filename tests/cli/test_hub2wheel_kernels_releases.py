@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.wheelfile import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos, pip_install_by_name
 from tests.helpers.kernels_releases import RELEASES, installed_kernels, toolkit_python
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.sigstore_fixtures import SigstoreInstance
 from tests.helpers.venvs import fresh_venv
-from tools.kernelwheel.wheelfile import read_wheel
 
 pytest_plugins = ["tests.helpers.sigstore_plugin"]
 NEWEST = RELEASES[-1]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.cli.hub2wheel import main
 from tests.helpers.hub_fixtures import HubRepos
-from tools.cli.hub2wheel import main
 
 TRUST = ["--trust-remote-code"]  # olah serves no organisation overviews: no publisher is trusted there
 WHEEL = "img2gray-1.0.0-py3-none-any.whl"

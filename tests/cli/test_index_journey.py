@@ -20,12 +20,12 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from kernelwheel.index.state import STATE_FILE
+from kernelwheel.naming import WheelName
+from kernelwheel.wheelfile import MAX_METADATA_BYTES, WheelContents, build_metadata, write_wheel
 from tests.helpers import standin_wheels as standin
 from tests.helpers.peak_rss import run_with_peak_mib
 from tests.helpers.repo import REPO_ROOT
-from tools.kernelwheel.index.state import STATE_FILE
-from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.wheelfile import MAX_METADATA_BYTES, WheelContents, build_metadata, write_wheel
 
 ARCH = platform.machine()
 PYTHON = sys.executable  # the suite's venv: torch 2.14.1

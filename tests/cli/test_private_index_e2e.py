@@ -27,16 +27,16 @@ from urllib.parse import quote
 import pytest
 from packaging.utils import canonicalize_name
 
+from kernelwheel.cli import hub2wheel
+from kernelwheel.errors import NoCompatibleWheel
+from kernelwheel.index.writer import write_index
+from kernelwheel.install import Environment, plan_install
+from kernelwheel.naming import WheelName, labelled_torch, torch_label
 from tests.helpers import standin_wheels as standin
 from tests.helpers.pypiserver import PASSWORD, USER
 from tests.helpers.pypiserver import pypiserver as run_pypiserver
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import free_port, serving
-from tools.cli import hub2wheel
-from tools.kernelwheel.errors import NoCompatibleWheel
-from tools.kernelwheel.index.writer import write_index
-from tools.kernelwheel.install import Environment, plan_install
-from tools.kernelwheel.naming import WheelName, labelled_torch, torch_label
 
 pytestmark = pytest.mark.slow
 PROJECT = "img2gray-cu130"

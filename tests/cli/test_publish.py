@@ -3,7 +3,7 @@
 The round trip serves that repository with olah and reads it back with the real huggingface_hub client, then
 hub2wheel turns the published version into wheels and pip installs one into a fresh venv, where the op runs on the
 CPU: source build/ → Hub (branch v0 + tag v0.1.0) → wheel → pip → op. The other tests read the remote with git.
-The Hub transport (HfApi uploads) is not exercised: olah is read-only. The library (tools.kernelwheel.publish) is
+The Hub transport (HfApi uploads) is not exercised: olah is read-only. The library (kernelwheel.publish) is
 tested in tests/kernelwheel/test_publish.py.
 """
 
@@ -18,15 +18,15 @@ import pytest
 from huggingface_hub import HfApi, snapshot_download
 from packaging.version import Version
 
+from kernelwheel.cli.publish import main
+from kernelwheel.errors import VersionExists
+from kernelwheel.publish.git import GitTransport
+from kernelwheel.publish.release import publish
 from tests.helpers import kernel_repos
 from tests.helpers.git_remotes import make_build, make_remote, refs, rehash
 from tests.helpers.hub_fixtures import olah_server, pip_install_by_name
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv, package_farm
-from tools.cli.publish import main
-from tools.kernelwheel.errors import VersionExists
-from tools.kernelwheel.publish.git import GitTransport
-from tools.kernelwheel.publish.release import publish
 
 CPU_VARIANT = "torch214-cxx11-cpu-x86_64-linux"  # the torch of .venv (2.14), so the wheel installs next to it
 NOARCH = "torch-cpu"

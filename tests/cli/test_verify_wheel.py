@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.cli import hub2wheel, verify_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos
 from tests.helpers.repo import REPO_ROOT
@@ -22,7 +23,6 @@ from tests.helpers.sigstore_fixtures import (
     tamper_ops_and_rewrite_digest,
 )
 from tests.helpers.venvs import fresh_venv
-from tools.cli import hub2wheel, verify_wheel
 
 # The sigstore and trusted_root fixtures: this module's own Sigstore instance and its trusted_root.json.
 pytest_plugins = ["tests.helpers.sigstore_plugin"]

@@ -57,7 +57,9 @@ def toolkit_python(release: str) -> Path:
     venv = REPO_ROOT / f".venv-toolkit-kernels-{release}"
     marker = venv / ".kernels-release"
     shared = sysconfig.get_paths()["purelib"]
-    wanted = f"{release}\n{shared}"
+    # and the shared environment's editable installs (kernelwheel), which fresh_venv starts in the venv
+    editables = " ".join(sorted(p.name for p in Path(shared).glob("__editable__*.pth")))
+    wanted = f"{release}\n{shared}\n{editables}"
     if not (marker.exists() and marker.read_text() == wanted and installed_kernels(venv / "bin" / "python") == release):
         import shutil
 

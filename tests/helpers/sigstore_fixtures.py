@@ -31,9 +31,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID, NameOID
 
+from kernelwheel.format.signer_policy import WorkflowSigner
 from tests.helpers import kernel_repos
 from tests.helpers.kernels_releases import SUPPORTED_KERNELS, ask
-from tools.kernelwheel.format.signer_policy import WorkflowSigner
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 _FULCIO = "1.3.6.1.4.1.57264.1."  # Fulcio's certificate extension arc

@@ -43,6 +43,13 @@ def fresh_venv(path: Path, *, share_site_packages_of: Path | None = None) -> Pat
         # venv's own (old) setuptools would shadow the shared one that torch requires.
         subprocess.run([str(path / "bin" / "python"), "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=False)
         (site / "zz-shared-torch.pth").write_text(str(share_site_packages_of) + "\n")
+        # The shared environment's editable installs (kernelwheel, from this checkout's tools/) are import hooks that
+        # its own .pth files start; Python reads no .pth file of a folder that is merely on sys.path, so the venv
+        # starts them itself, after the line above (zz- sorts before zzz-) made their modules importable.
+        hooks = [line for pth in sorted(Path(share_site_packages_of).glob("__editable__*.pth"))
+                 for line in pth.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if hooks:
+            (site / "zzz-shared-editables.pth").write_text("\n".join(hooks) + "\n", encoding="utf-8")
     return path
 
 

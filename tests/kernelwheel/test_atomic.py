@@ -1,4 +1,4 @@
-"""tools.kernelwheel.atomic: a file or folder appears complete under its final name, or not at all."""
+"""kernelwheel.atomic: a file or folder appears complete under its final name, or not at all."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.repo import REPO_ROOT
-from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
-from tools.kernelwheel.atomic import (
+from kernelwheel.atomic import (
     Terminated,
     atomic_path,
     replace_tree,
@@ -24,6 +22,8 @@ from tools.kernelwheel.atomic import (
     temporary_directory,
     write_atomic,
 )
+from tests.helpers.repo import REPO_ROOT
+from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 
 
 def test_atomic_path_renames_on_success_with_the_mode(tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def test_sweep_of_a_missing_or_non_folder_path_removes_nothing(tmp_path: Path) -
 _WRITER = """
 import sys, time
 from pathlib import Path
-from tools.kernelwheel.atomic import atomic_path, sigterm_exits, temporary_directory
+from kernelwheel.atomic import atomic_path, sigterm_exits, temporary_directory
 out = Path(sys.argv[1])
 with sigterm_exits(), atomic_path(out / "w.whl") as tmp, temporary_directory(out, "wheel") as staging:
     tmp.write_bytes(b"half")

@@ -1,4 +1,4 @@
-"""tools.kernelwheel.background_fetch against olah on 127.0.0.1 with the real huggingface_hub client: the files and
+"""kernelwheel.background_fetch against olah on 127.0.0.1 with the real huggingface_hub client: the files and
 cache state of a whole ``hub.fetch``, a variant at a time; a download that fails fails the variants that need it."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel import background_fetch, hub, sources
+from kernelwheel.console import make_console
+from kernelwheel.convert import Options, convert
+from kernelwheel.errors import HubError, OfflineCacheMiss, RevisionNotFound
+from kernelwheel.trust import TrustPolicy
 from tests.helpers.hub_fixtures import HubRepos
-from tools.kernelwheel import background_fetch, hub, sources
-from tools.kernelwheel.console import make_console
-from tools.kernelwheel.convert import Options, convert
-from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RevisionNotFound
-from tools.kernelwheel.trust import TrustPolicy
 
 
 def _settings(**overrides: str) -> hub.HubSettings:

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from kernelwheel.errors import IndexUnreachable, ToolError
+from kernelwheel.index.body_limit import mount_body_limit
 from tests.helpers.servers import in_thread, send_endless_body
-from tools.kernelwheel.errors import IndexUnreachable, ToolError
-from tools.kernelwheel.index.body_limit import mount_body_limit
 
 LIMIT = 1 << 20
 

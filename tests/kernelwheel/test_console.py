@@ -1,4 +1,4 @@
-"""tools.kernelwheel.console: messages are escaped, go to the console they are given, and progress is terminal-only."""
+"""kernelwheel.console: messages are escaped, go to the console they are given, and progress is terminal-only."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from tools.kernelwheel.console import (
+from kernelwheel.console import (
     activity,
     make_console,
     print_error,

@@ -1,4 +1,4 @@
-"""tools.kernelwheel.convert through the library (not the command): convert() reports every variant, build_variant()
+"""kernelwheel.convert through the library (not the command): convert() reports every variant, build_variant()
 checks one and writes nothing, a bad variant never stops the others."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from packaging.version import Version
 from rich.console import Console
 
+from kernelwheel.convert import Options, Source, build_variant, convert
+from kernelwheel.errors import DigestMismatch, HubError, InvalidVariant, ToolError
+from kernelwheel.format.lockfile import VariantLock, variant_hash
+from kernelwheel.format.variants import Variant
+from kernelwheel.selection import VariantFilter
+from kernelwheel.sources import local_source
 from tests.helpers import kernel_repos
 from tests.kernelwheel.test_layout import METADATA
-from tools.kernelwheel.convert import Options, Source, build_variant, convert
-from tools.kernelwheel.errors import DigestMismatch, HubError, InvalidVariant, ToolError
-from tools.kernelwheel.format.lockfile import VariantLock, variant_hash
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.selection import VariantFilter
-from tools.kernelwheel.sources import local_source
 
 CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from kernelwheel.convert import Options, build_variant, convert
+from kernelwheel.format.variants import Variant
+from kernelwheel.selection import select_variants
+from kernelwheel.sources import local_source
 from tests.helpers import kernel_repos
-from tools.kernelwheel.convert import Options, build_variant, convert
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.selection import select_variants
-from tools.kernelwheel.sources import local_source
 
 LEGACY = "torch214-cxx11-cu130-x86_64-linux"
 NEW = "torch-2.14-cxx11-cuda-13.0-cpython-3.9-abi3-x86_64-linux"

@@ -1,4 +1,4 @@
-"""tools.kernelwheel.dependency_tree (through ``python -m tools.hub2wheel``): a kernel with ``kernel-depends`` is
+"""kernelwheel.dependency_tree (through ``python -m tools.hub2wheel``): a kernel with ``kernel-depends`` is
 converted with its dependencies from the same Hub (olah), and the installed pair works by name, as kernels loads it.
 """
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.cli.hub2wheel import main
+from kernelwheel.wheelfile import read_wheel
 from tests.helpers.hub_fixtures import HubRepos, pip_install_by_name
 from tests.helpers.venvs import fresh_venv, package_farm
-from tools.cli.hub2wheel import main
-from tools.kernelwheel.wheelfile import read_wheel
 
 TRUST = ["--trust-remote-code"]  # olah serves no organisation overviews (see test_trust)
 # The entry package stands for the build: one module object for the package and for each submodule.

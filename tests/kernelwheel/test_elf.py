@@ -10,9 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import kernel_repos
-from tests.helpers.elf import CXX_NEEDS, cxx_library, endless_version_needs, with_version_need
-from tools.kernelwheel.elf import (
+from kernelwheel.elf import (
     ElfInfo,
     has_elf_magic,
     is_elf,
@@ -21,7 +19,9 @@ from tools.kernelwheel.elf import (
     python_tags,
     read_elf,
 )
-from tools.kernelwheel.errors import InvalidVariant
+from kernelwheel.errors import InvalidVariant
+from tests.helpers import kernel_repos
+from tests.helpers.elf import CXX_NEEDS, cxx_library, endless_version_needs, with_version_need
 
 
 def _compile(tmp_path: Path, name: str, source: str, *flags: str) -> Path:
@@ -180,7 +180,7 @@ def test_elf_is_recognised_by_its_magic_not_its_name(good_so: bytes, tmp_path: P
 
 @pytest.fixture
 def fresh_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tools.kernelwheel import elf
+    from kernelwheel import elf
 
     monkeypatch.setattr(elf, "_VERDICTS", {})
     monkeypatch.setattr(elf, "_PLATFORMS", {})
@@ -188,7 +188,7 @@ def fresh_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the real parser's calls."""
-    from tools.kernelwheel import elf
+    from kernelwheel import elf
 
     calls: list[int] = []
     real = elf._parse
@@ -203,8 +203,8 @@ def _parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.mark.usefixtures("fresh_verdicts")
 def test_verdict_cache_by_content_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tools.kernelwheel import elf
-    from tools.kernelwheel.format.digests import file_digest
+    from kernelwheel import elf
+    from kernelwheel.format.digests import file_digest
 
     so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
     first = read_elf(so, sha256=file_digest(so))
@@ -228,8 +228,8 @@ def test_verdict_cache_by_content_hash(tmp_path: Path, monkeypatch: pytest.Monke
 
 @pytest.mark.usefixtures("fresh_verdicts")
 def test_verdict_cache_refuses_a_changed_bad_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tools.kernelwheel import elf
-    from tools.kernelwheel.format.digests import file_digest
+    from kernelwheel import elf
+    from kernelwheel.format.digests import file_digest
 
     so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
     read_elf(so, sha256=file_digest(so))
@@ -249,8 +249,8 @@ def test_verdict_cache_refuses_a_changed_bad_file(tmp_path: Path, monkeypatch: p
 
 @pytest.mark.usefixtures("fresh_verdicts")
 def test_verdict_cache_of_another_checker_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tools.kernelwheel import elf
-    from tools.kernelwheel.format.digests import file_digest
+    from kernelwheel import elf
+    from kernelwheel.format.digests import file_digest
 
     so = kernel_repos.compile_extension(tmp_path / "_k_cpu_abc.abi3.so", "_k_cpu_abc", tmp_path / "cache")
     read_elf(so, sha256=file_digest(so))
@@ -276,7 +276,7 @@ def test_verdict_cache_of_another_checker_is_ignored(tmp_path: Path, monkeypatch
 
 @pytest.mark.usefixtures("fresh_verdicts")
 def test_platform_tag_cache_keys_on_versions_not_names() -> None:
-    from tools.kernelwheel import elf
+    from kernelwheel import elf
 
     info = ElfInfo("x.so", "x86_64", frozenset({("GLIBC", "2.17"), ("GLIBCXX", "3.4.30")}), False, None)
     assert platform_tag([info], "x86_64") == "manylinux_2_35_x86_64"

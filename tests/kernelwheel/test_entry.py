@@ -1,4 +1,4 @@
-"""tools.kernelwheel.entry: a build with GPU archs to check is installed behind an entry package (pip, fresh venv)."""
+"""kernelwheel.entry: a build with GPU archs to check is installed behind an entry package (pip, fresh venv)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 import subprocess
 from pathlib import Path
 
+from kernelwheel.convert import Options, convert
+from kernelwheel.sources import local_source
+from kernelwheel.wheelfile import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.venvs import fresh_venv, package_farm
-from tools.kernelwheel.convert import Options, convert
-from tools.kernelwheel.sources import local_source
-from tools.kernelwheel.wheelfile import read_wheel
 
 CUDA_VARIANT = "torch-stable-abi210-cu130-x86_64-linux"
 

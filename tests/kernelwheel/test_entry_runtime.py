@@ -1,4 +1,4 @@
-"""tools.kernelwheel.entry_runtime: the code an entry package runs, on its own (it is copied into wheels).
+"""kernelwheel.entry_runtime: the code an entry package runs, on its own (it is copied into wheels).
 
 The CUDA rule is compared with kernels 0.17.2's own (``kernels.archs``) on a grid of declared archs and device
 capabilities. On a machine with a GPU, an entry is generated for a build compiled for other archs and imported.
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel import entry_runtime
+from kernelwheel.entry import Entry, entry_source
 from tests.helpers.kernels_releases import RELEASES, ask
-from tools.kernelwheel import entry_runtime
-from tools.kernelwheel.entry import Entry, entry_source
 
 ARCHS = ["7.5", "8.0", "8.6", "8.9", "9.0", "9.0a", "10.0f", "10.0a", "12.0", "8.0+PTX", "9.0a+PTX", "10.0f+PTX",
          "sm_90", "9", "x.y", ""]

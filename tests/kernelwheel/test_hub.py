@@ -17,11 +17,11 @@ import pytest
 from huggingface_hub import constants as hf_constants
 from packaging.version import Version
 
+from kernelwheel import hub
+from kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 from tests.helpers.hub_fixtures import HubRepos
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import silent_server
-from tools.kernelwheel import hub
-from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
 
 
 def _settings(**overrides: str) -> hub.HubSettings:
@@ -125,7 +125,7 @@ def test_cached_fetch_needs_a_complete_recorded_snapshot(hf_env: Path, hub_repos
 
 
 _RERUN_IN_A_FRESH_PROCESS = (
-    "import sys; from tools.kernelwheel import hub; "
+    "import sys; from kernelwheel import hub; "
     "snap = hub.cached_fetch(hub.HubSettings.from_env(), 'testorg/img2gray', 'v1', patterns=['build/torch-cpu/*']); "
     "print(snap.commit if snap else None, 'huggingface_hub.file_download' in sys.modules)"
 )

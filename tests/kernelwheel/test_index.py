@@ -17,16 +17,16 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from wheel.wheelfile import WheelFile
 
+from kernelwheel import atomic
+from kernelwheel.cli import index as index_cli
+from kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
+from kernelwheel.index import writer
+from kernelwheel.index.wheels import IndexedWheel, admits_torch_minor, inspect_wheel
+from kernelwheel.index.writer import write_index
+from kernelwheel.naming import WheelName
+from kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel
 from tests.helpers import standin_wheels as standin
 from tests.helpers.repo import REPO_ROOT
-from tools.cli import index as index_cli
-from tools.kernelwheel import atomic
-from tools.kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
-from tools.kernelwheel.index import writer
-from tools.kernelwheel.index.wheels import IndexedWheel, admits_torch_minor, inspect_wheel
-from tools.kernelwheel.index.writer import write_index
-from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel
 
 T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"
 T214 = "img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl"
@@ -467,8 +467,8 @@ def test_a_non_ascii_project_name_is_refused(tmp_path: Path, name: str) -> None:
 _KILL_AT_METADATA = """
 import os, signal, sys
 from pathlib import Path
-from tools.kernelwheel import atomic
-from tools.kernelwheel.index.writer import write_index
+from kernelwheel import atomic
+from kernelwheel.index.writer import write_index
 real = os.replace
 def replace(src, dst):
     if str(dst).endswith(".whl.metadata"):

@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from kernelwheel.errors import DigestMismatch, InvalidWheel
+from kernelwheel.index import client
+from kernelwheel.install import Environment, plan_install
 from tests.helpers import standin_wheels as standin
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import drip_server, in_thread, send_endless_body
-from tools.kernelwheel.errors import DigestMismatch, InvalidWheel
-from tools.kernelwheel.index import client
-from tools.kernelwheel.install import Environment, plan_install
 
 STABLE = "img2gray_cu130-0.3.0-cp39-abi3-manylinux_2_28_x86_64.whl"  # no +torch label: the wheel itself is read
 

@@ -24,13 +24,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tests.helpers import standin_wheels as standin
-from tests.helpers.kernels_releases import RELEASES, ask
-from tests.helpers.peak_rss import run_with_peak_mib
-from tests.helpers.repo import REPO_ROOT
-from tests.helpers.servers import in_thread, send_endless_body
-from tools.cli import install_command
-from tools.kernelwheel.errors import (
+from kernelwheel.cli import install_command
+from kernelwheel.errors import (
     DigestMismatch,
     IndexUnreachable,
     InvalidProjectName,
@@ -38,11 +33,11 @@ from tools.kernelwheel.errors import (
     NoCompatibleWheel,
     ToolError,
 )
-from tools.kernelwheel.format.variants import Backend
-from tools.kernelwheel.index import client
-from tools.kernelwheel.index.client import Candidate
-from tools.kernelwheel.index.writer import write_index
-from tools.kernelwheel.install import (
+from kernelwheel.format.variants import Backend
+from kernelwheel.index import client
+from kernelwheel.index.client import Candidate
+from kernelwheel.index.writer import write_index
+from kernelwheel.install import (
     Environment,
     choose_wheels,
     cuda_compatible,
@@ -50,7 +45,12 @@ from tools.kernelwheel.install import (
     rocm_version,
     runnable_command,
 )
-from tools.kernelwheel.urls import redact
+from kernelwheel.urls import redact
+from tests.helpers import standin_wheels as standin
+from tests.helpers.kernels_releases import RELEASES, ask
+from tests.helpers.peak_rss import run_with_peak_mib
+from tests.helpers.repo import REPO_ROOT
+from tests.helpers.servers import in_thread, send_endless_body
 
 TAGS = frozenset({"cp311-abi3-manylinux_2_28_x86_64", "cp39-abi3-manylinux_2_28_x86_64", "py3-none-any"})
 T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"

@@ -15,10 +15,10 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from kernelwheel.index.writer import write_index
+from kernelwheel.naming import WheelName
+from kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel
 from tests.helpers.repo import REPO_ROOT
-from tools.kernelwheel.index.writer import write_index
-from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel
 
 PYTHON = sys.executable  # the suite's venv: torch 2.14.1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tools.kernelwheel import json_cache
+from kernelwheel import json_cache
 
 HEADER = {"format": 1, "checker": "rules=1"}
 

@@ -1,11 +1,11 @@
-"""tools.kernelwheel.jsonload: every refusal is the caller's one-line error, raised before json.loads can recurse."""
+"""kernelwheel.jsonload: every refusal is the caller's one-line error, raised before json.loads can recurse."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.kernelwheel.errors import InvalidLockfile, ToolError
-from tools.kernelwheel.jsonload import loads_limited, nested_deeper_than
+from kernelwheel.errors import InvalidLockfile, ToolError
+from kernelwheel.jsonload import loads_limited, nested_deeper_than
 
 
 def _load(raw: bytes) -> object:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from kernelwheel.entry import Entry, entry_source
 from tests.helpers.kernels_releases import RELEASES, ask
 from tests.helpers.repo import REPO_ROOT
-from tools.kernelwheel.entry import Entry, entry_source
 
 
 def kernels_uses(tree: ast.AST) -> Iterator[tuple[int, str]]:

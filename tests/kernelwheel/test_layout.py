@@ -1,4 +1,4 @@
-"""tools.kernelwheel.layout: safe file names, the files of a variant (symlinks checked), metadata.json, the package."""
+"""kernelwheel.layout: safe file names, the files of a variant (symlinks checked), metadata.json, the package."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools.kernelwheel.errors import InvalidVariant
-from tools.kernelwheel.layout import (
+from kernelwheel.errors import InvalidVariant
+from kernelwheel.layout import (
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
     check_relpath,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.kernelwheel.limited_read import NotRegularFile, file_problem, read_limited
+from kernelwheel.limited_read import NotRegularFile, file_problem, read_limited
 
 
 def _in_a_thread(path: Path, max_bytes: int) -> BaseException | bytes:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from tools.kernelwheel.atomic import atomic_path
-from tools.kernelwheel.errors import InvalidWheelName
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.naming import (
+from kernelwheel.atomic import atomic_path
+from kernelwheel.errors import InvalidWheelName
+from kernelwheel.format.variants import Variant
+from kernelwheel.naming import (
     MAX_WHEEL_FILENAME_BYTES,
     NAME_MAX,
     WheelName,

@@ -1,16 +1,16 @@
-"""tools.kernelwheel.noarch: noarch builds that are the same stay one wheel; ones that differ get one per backend."""
+"""kernelwheel.noarch: noarch builds that are the same stay one wheel; ones that differ get one per backend."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from kernelwheel.convert import Options, convert
+from kernelwheel.format.variants import Variant
+from kernelwheel.noarch import plan_noarch
+from kernelwheel.sources import local_source
+from kernelwheel.wheelfile import read_wheel
 from tests.helpers import kernel_repos
-from tools.kernelwheel.convert import Options, convert
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.noarch import plan_noarch
-from tools.kernelwheel.sources import local_source
-from tools.kernelwheel.wheelfile import read_wheel
 
 NOARCH = ["torch-cpu", "torch-cuda", "torch-xpu"]
 

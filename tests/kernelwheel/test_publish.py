@@ -1,4 +1,4 @@
-"""tools.kernelwheel.publish (plan, git transport, release) against a git repository standing in for the Hub
+"""kernelwheel.publish (plan, git transport, release) against a git repository standing in for the Hub
 repository (what ``--git-remote`` targets), read back with git.
 
 The command (``python -m tools.cli.publish``) and the source → Hub → wheel → pip → op round trip are in
@@ -13,18 +13,18 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from tests.helpers import kernel_repos
-from tests.helpers.git_remotes import make_build, make_remote, refs, rehash, show, tree
-from tools.kernelwheel.errors import (
+from kernelwheel.errors import (
     DigestMismatch,
     InvalidBuildDir,
     InvalidReleaseVersion,
     PublishFailed,
     RevisionNotFound,
 )
-from tools.kernelwheel.publish.git import GitTransport
-from tools.kernelwheel.publish.plan import release_version
-from tools.kernelwheel.publish.release import publish
+from kernelwheel.publish.git import GitTransport
+from kernelwheel.publish.plan import release_version
+from kernelwheel.publish.release import publish
+from tests.helpers import kernel_repos
+from tests.helpers.git_remotes import make_build, make_remote, refs, rehash, show, tree
 
 CPU_VARIANT = "torch214-cxx11-cpu-x86_64-linux"
 OTHER_VARIANT = "torch213-cxx11-cpu-x86_64-linux"

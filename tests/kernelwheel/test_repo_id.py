@@ -1,4 +1,4 @@
-"""tools.kernelwheel.repo_id: kernel repository ids, decided as huggingface_hub decides them (plus kernels' owner)."""
+"""kernelwheel.repo_id: kernel repository ids, decided as huggingface_hub decides them (plus kernels' owner)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]
 
-from tools.kernelwheel.repo_id import repo_id_problem
+from kernelwheel.repo_id import repo_id_problem
 
 
 def _huggingface_hub_accepts(repo_id: str) -> bool:

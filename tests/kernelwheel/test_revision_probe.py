@@ -1,4 +1,4 @@
-"""tools.kernelwheel.revision_probe: its answers side by side with huggingface_hub's on the same requests.
+"""kernelwheel.revision_probe: its answers side by side with huggingface_hub's on the same requests.
 
 On olah (the real Hub protocol, on 127.0.0.1) the probe must decide as huggingface_hub's ``get_hf_file_metadata``
 does wherever it answers, and answer the cases a rerun needs. Answers olah never gives (redirects, gated and
@@ -19,10 +19,10 @@ from huggingface_hub import constants as hf_constants
 from huggingface_hub import get_hf_file_metadata, hf_hub_url
 from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
+from kernelwheel import revision_probe
+from kernelwheel.revision_probe import NO_SUCH_REPOSITORY, TIMED_OUT
 from tests.helpers.hub_fixtures import HubRepos
 from tests.helpers.servers import drip_server, in_thread, silent_server
-from tools.kernelwheel import revision_probe
-from tools.kernelwheel.revision_probe import NO_SUCH_REPOSITORY, TIMED_OUT
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

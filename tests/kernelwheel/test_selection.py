@@ -1,9 +1,9 @@
-"""tools.kernelwheel.selection: select_variants() keeps a reason for every variant it does not accept."""
+"""kernelwheel.selection: select_variants() keeps a reason for every variant it does not accept."""
 
 from __future__ import annotations
 
+from kernelwheel.selection import VariantFilter, select_variants
 from tests.kernelwheel.format.test_variants import NAMES  # one name of every family the grammar parses
-from tools.kernelwheel.selection import VariantFilter, select_variants
 
 
 def test_select_keeps_every_decision() -> None:
@@ -15,7 +15,7 @@ def test_select_keeps_every_decision() -> None:
     assert "darwin" in rejected["torch213-metal-aarch64-darwin"]
     assert "windows" in rejected["torch210-cu128-x86_64-windows"]
     assert "expected torch" in rejected["garbage"]
-    # every noarch directory: whether they are one build is decided on their files (tools.kernelwheel.noarch)
+    # every noarch directory: whether they are one build is decided on their files (kernelwheel.noarch)
     assert {"torch-cuda", "torch-cpu", "torch-universal"} <= accepted
 
 

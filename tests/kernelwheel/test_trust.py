@@ -1,4 +1,4 @@
-"""tools.kernelwheel.trust: the trusted-publisher gate, decided side by side with kernels 0.17.2's own check.
+"""kernelwheel.trust: the trusted-publisher gate, decided side by side with kernels 0.17.2's own check.
 
 olah mirrors repositories but serves no organisation overviews, so the Hub's ``/api/organizations/<org>/overview``
 answer (the one field kernels reads, ``trustedKernelPublisher``) comes from a small HTTP server on 127.0.0.1; both
@@ -16,11 +16,11 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from huggingface_hub import HfApi
 
+from kernelwheel.errors import UntrustedPublisher
+from kernelwheel.trust import TrustPolicy, check_publisher
 from tests.helpers.kernels_releases import RELEASES, oracle_python
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import in_thread
-from tools.kernelwheel.errors import UntrustedPublisher
-from tools.kernelwheel.trust import TrustPolicy, check_publisher
 
 OVERVIEWS = {
     "trusted-org": {"name": "trusted-org", "fullname": "Trusted", "avatarUrl": "", "trustedKernelPublisher": True},

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.errors import InvalidIndexUrl, InvalidWheel, PublishFailed
+from kernelwheel.publish.upload import check_wheels, twine_upload_argv, upload
 from tests.helpers import standin_wheels as standin
-from tools.kernelwheel.errors import InvalidIndexUrl, InvalidWheel, PublishFailed
-from tools.kernelwheel.publish.upload import check_wheels, twine_upload_argv, upload
 
 
 def test_good_wheels_pass_and_every_problem_is_listed_at_once(tmp_path: Path) -> None:

@@ -1,11 +1,11 @@
-"""tools.kernelwheel.urls: what makes a URL unusable, and a URL shown without its password or a line break (the
+"""kernelwheel.urls: what makes a URL unusable, and a URL shown without its password or a line break (the
 commands' messages built on them are tested in test_install, test_upload and test_hub)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.kernelwheel.urls import printable, redact, url_problem
+from kernelwheel.urls import printable, redact, url_problem
 
 HTTP = ("http", "https")
 

@@ -14,11 +14,11 @@ from installer.sources import WheelFile as InstallerWheelFile
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from tools.kernelwheel import wheelfile
-from tools.kernelwheel.errors import InvalidWheel, OutputNotWritable
-from tools.kernelwheel.format.digests import file_digest
-from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.wheelfile import (
+from kernelwheel import wheelfile
+from kernelwheel.errors import InvalidWheel, OutputNotWritable
+from kernelwheel.format.digests import file_digest
+from kernelwheel.naming import WheelName
+from kernelwheel.wheelfile import (
     Source,
     WheelContents,
     build_metadata,

@@ -1,4 +1,4 @@
-"""tools.kernelwheel.zip_layout (kernels 0.19's ``"build-layout": "zip"``), format.metadata and build_ids: the
+"""kernelwheel.zip_layout (kernels 0.19's ``"build-layout": "zip"``), format.metadata and build_ids: the
 archive unpacked with the checks a folder gets, and kernels 0.19.1's rule for two builds with one id."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from tools.kernelwheel import zip_layout
-from tools.kernelwheel.build_ids import BuildIdentity, BuildIds, identity_of
-from tools.kernelwheel.errors import InvalidVariant
-from tools.kernelwheel.format.metadata import backend_type, build_layout, is_known_backend
-from tools.kernelwheel.layout import collect_files, read_metadata
+from kernelwheel import zip_layout
+from kernelwheel.build_ids import BuildIdentity, BuildIds, identity_of
+from kernelwheel.errors import InvalidVariant
+from kernelwheel.format.metadata import backend_type, build_layout, is_known_backend
+from kernelwheel.layout import collect_files, read_metadata
 
 WHERE = "build/v"
 ARCHIVE = "_k_cuda_1.zip"

@@ -17,8 +17,8 @@ else:  # pragma: no cover - exercised only on old interpreters
     import tomli as tomllib
 
 try:
-    from tools.kernelwheel.errors import InvalidManifest
-except ImportError:  # run as a script by CMake, without the repository root on sys.path
+    from kernelwheel.errors import InvalidManifest
+except ImportError:  # run as a script by CMake, where the kernelwheel package may not be importable
     class InvalidManifest(ValueError):  # type: ignore[no-redef]  # the same name, when run by path without tools/
         pass
 

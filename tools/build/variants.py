@@ -32,14 +32,14 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 from rich.markup import escape
 
+from kernelwheel.atomic import check_writable_directory, replace_tree
+from kernelwheel.console import make_console, print_step
+from kernelwheel.errors import BuildFailed
+from kernelwheel.format.digests import make_digest
+from kernelwheel.format.variants import Arch, Backend, Torch, TorchStableAbi, Variant
+from kernelwheel.layout import collect_files
 from tools.build.manifest import BuildManifest
 from tools.build.toolkit import backend_tag, nvcc_version
-from tools.kernelwheel.atomic import check_writable_directory, replace_tree
-from tools.kernelwheel.console import make_console, print_step
-from tools.kernelwheel.errors import BuildFailed
-from tools.kernelwheel.format.digests import make_digest
-from tools.kernelwheel.format.variants import Arch, Backend, Torch, TorchStableAbi, Variant
-from tools.kernelwheel.layout import collect_files
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_SOURCES = ROOT / "python" / "img2gray"

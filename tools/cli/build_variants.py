@@ -9,10 +9,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kernelwheel.arguments import path_argument
+from kernelwheel.console import make_console, print_error
+from kernelwheel.errors import ToolError
 from tools.build.variants import ROOT, TorchEnv, build_variants
-from tools.kernelwheel.arguments import path_argument
-from tools.kernelwheel.console import make_console, print_error
-from tools.kernelwheel.errors import ToolError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from kernelwheel.arguments import path_argument
+from kernelwheel.console import make_console, print_error
+from kernelwheel.errors import ToolError
 from tools.build.wheel import ABIS, DEFAULT_PLATFORM, ROOT, build
-from tools.kernelwheel.arguments import path_argument
-from tools.kernelwheel.console import make_console, print_error
-from tools.kernelwheel.errors import ToolError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

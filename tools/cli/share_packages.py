@@ -19,9 +19,9 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tools.kernelwheel.arguments import path_argument
-from tools.kernelwheel.console import make_console, print_error, print_step
-from tools.kernelwheel.errors import ToolError
+from kernelwheel.arguments import path_argument
+from kernelwheel.console import make_console, print_error, print_step
+from kernelwheel.errors import ToolError
 
 
 class NotShareable(ToolError):

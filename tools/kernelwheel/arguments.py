@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tools.kernelwheel.repo_id import repo_id_problem
+from kernelwheel.repo_id import repo_id_problem
 
 
 def path_argument(text: str) -> Path:

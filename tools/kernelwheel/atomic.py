@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from tools.kernelwheel.errors import OutputNotWritable
+from kernelwheel.errors import OutputNotWritable
 
 # mkstemp/mkdtemp add 8 characters from this alphabet between prefix and suffix.
 _TEMPORARY = re.compile(r"^\.(?P<final>.+)\.(?P<pid>[1-9][0-9]{0,9})\.[a-z0-9_]{8}\.part$")

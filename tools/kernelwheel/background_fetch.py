@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from tools.kernelwheel import hub
-from tools.kernelwheel.errors import HubError, InvalidVariantName
-from tools.kernelwheel.format.variants import Variant
+from kernelwheel import hub
+from kernelwheel.errors import HubError, InvalidVariantName
+from kernelwheel.format.variants import Variant
 
 # (bytes written to the cache so far, bytes expected so far); (files done, files total).
 BytesProgress = Callable[[int, int], None]

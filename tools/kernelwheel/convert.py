@@ -36,31 +36,31 @@ from packaging.version import Version
 from rich.console import Console
 from rich.markup import escape
 
-from tools.kernelwheel import elf, wheelfile
-from tools.kernelwheel.build_ids import BuildIdentity, BuildIds, identity_of
-from tools.kernelwheel.console import activity, print_warning
-from tools.kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
-from tools.kernelwheel.entry_runtime import SKIP_ARCH_CHECK
-from tools.kernelwheel.errors import InvalidVariant, InvalidWheel, InvalidWheelName, ToolError
-from tools.kernelwheel.format import lockfile
-from tools.kernelwheel.format.digests import file_digest, load_digest_cache, save_digest_cache, verify_digest
-from tools.kernelwheel.format.kernel_depends import (
+from kernelwheel import elf, wheelfile
+from kernelwheel.build_ids import BuildIdentity, BuildIds, identity_of
+from kernelwheel.console import activity, print_warning
+from kernelwheel.entry import CHECKED_BACKENDS, Entry, checked_archs, entry_source, usable_build_id
+from kernelwheel.entry_runtime import SKIP_ARCH_CHECK
+from kernelwheel.errors import InvalidVariant, InvalidWheel, InvalidWheelName, ToolError
+from kernelwheel.format import lockfile
+from kernelwheel.format.digests import file_digest, load_digest_cache, save_digest_cache, verify_digest
+from kernelwheel.format.kernel_depends import (
     ConvertedKernel,
     dependency_requirements,
     imports_kernels,
     kernels_requirement,
     parse_kernel_info,
 )
-from tools.kernelwheel.format.metadata import build_layout
-from tools.kernelwheel.format.python_depends import depends_requirements, read_depends
-from tools.kernelwheel.format.signatures import SignatureOptions, check_variant
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.layout import collect_files, find_package, metadata_file, read_metadata
-from tools.kernelwheel.naming import WheelName, framework_requirements, parse_version, wheel_name_for
-from tools.kernelwheel.noarch import backend_of, plan_noarch
-from tools.kernelwheel.selection import VariantFilter, select_variants
-from tools.kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel_if_changed
-from tools.kernelwheel.zip_layout import unpack_variant
+from kernelwheel.format.metadata import build_layout
+from kernelwheel.format.python_depends import depends_requirements, read_depends
+from kernelwheel.format.signatures import SignatureOptions, check_variant
+from kernelwheel.format.variants import Variant
+from kernelwheel.layout import collect_files, find_package, metadata_file, read_metadata
+from kernelwheel.naming import WheelName, framework_requirements, parse_version, wheel_name_for
+from kernelwheel.noarch import backend_of, plan_noarch
+from kernelwheel.selection import VariantFilter, select_variants
+from kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel_if_changed
+from kernelwheel.zip_layout import unpack_variant
 
 
 class Arrivals(Protocol):

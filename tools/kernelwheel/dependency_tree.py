@@ -14,19 +14,19 @@ from dataclasses import dataclass, field, replace
 
 from rich.console import Console
 
-from tools.kernelwheel.console import print_step
-from tools.kernelwheel.convert import Options, Report, Source, cancelled_on_error, convert
-from tools.kernelwheel.errors import ToolError
-from tools.kernelwheel.format.dependency import Dependency
-from tools.kernelwheel.format.kernel_depends import (
+from kernelwheel.console import print_step
+from kernelwheel.convert import Options, Report, Source, cancelled_on_error, convert
+from kernelwheel.errors import ToolError
+from kernelwheel.format.dependency import Dependency
+from kernelwheel.format.kernel_depends import (
     ConvertedKernel,
     ConvertedWheel,
     parse_kernel_info,
     top_level_package,
 )
-from tools.kernelwheel.layout import metadata_file, read_metadata
-from tools.kernelwheel.naming import WheelName
-from tools.kernelwheel.selection import select_variants
+from kernelwheel.layout import metadata_file, read_metadata
+from kernelwheel.naming import WheelName
+from kernelwheel.selection import select_variants
 
 Resolve = Callable[[Dependency], Source]
 

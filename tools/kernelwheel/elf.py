@@ -32,10 +32,10 @@ from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-from tools.kernelwheel import json_cache
-from tools.kernelwheel.errors import InvalidVariant
-from tools.kernelwheel.format.variants import ABI3T_MIN_PYTHON, Python
-from tools.kernelwheel.naming import manylinux_tag
+from kernelwheel import json_cache
+from kernelwheel.errors import InvalidVariant
+from kernelwheel.format.variants import ABI3T_MIN_PYTHON, Python
+from kernelwheel.naming import manylinux_tag
 
 if TYPE_CHECKING:  # auditwheel and pyelftools are imported where a file is parsed (~0.2 s of every start otherwise)
     from auditwheel.policy import WheelPolicies

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tools.kernelwheel import entry_runtime
+from kernelwheel import entry_runtime
 
 CHECKED_BACKENDS = ("cuda", "rocm")  # backends whose ``archs`` the entry compares with the GPU
 

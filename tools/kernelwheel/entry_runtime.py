@@ -5,7 +5,7 @@ kernels does two things before it imports a build that a plain ``import`` of the
 imports a build that has ``kernel-depends`` so that ``kernels.get_kernel_dep`` answers while the build is imported.
 For such builds the wheel installs the build's files unchanged as the package named by the build's unique ``id``
 (the module name kernels imports it under), and an entry package under the kernel's own name whose ``__init__.py``
-is this file followed by one ``load(...)`` call (``tools.kernelwheel.entry``). The entry then stands for the build:
+is this file followed by one ``load(...)`` call (``kernelwheel.entry``). The entry then stands for the build:
 ``import <kernel>`` and ``<kernel>.<submodule>`` are the build's own modules.
 
 A build with dependencies is loaded by kernels itself, through names public in every supported release (0.17.2 and

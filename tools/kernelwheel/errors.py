@@ -89,7 +89,7 @@ class KernelDependencyError(ToolError, ValueError):
 
 
 class InvalidIndexState(ToolError, ValueError):
-    """``simple/.index-state.json`` that is not what ``tools.cli.index`` writes (wrong shape, a page path outside the
+    """``simple/.index-state.json`` that is not what ``kernelwheel index`` writes (wrong shape, a page path outside the
     index); the run changes nothing, and removing the file rebuilds the index from the wheels."""
 
 

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel import answer_deadline, json_cache, ref_listing, revision_probe
-from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound, one_line
-from tools.kernelwheel.urls import printable, redact, url_problem
+from kernelwheel import answer_deadline, json_cache, ref_listing, revision_probe
+from kernelwheel.atomic import write_atomic
+from kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound, one_line
+from kernelwheel.urls import printable, redact, url_problem
 
 # huggingface_hub is imported where it is used: its constants module parses HF_ENDPOINT on import and raises a bare
 # ValueError for a malformed one, which HubSettings.from_env refuses first, in one line. And a rerun never needs

@@ -7,20 +7,20 @@ downgrades a working torch 2.14. This module:
 
 1. probes the target interpreter for its installed torch (``importlib.metadata``, torch is not imported)
    and the wheel tags it accepts;
-2. reads the project page of the index with pypi-simple (``tools.kernelwheel.index.client``; PEP 503 HTML, or
+2. reads the project page of the index with pypi-simple (``kernelwheel.index.client``; PEP 503 HTML, or
    PEP 691 JSON over http); the torch requirement of each wheel comes from its PEP 658 ``.metadata``, checked
    against the page's ``data-core-metadata`` hash, else its ``+torchX.Y`` label, else the wheel's own METADATA;
 3. keeps the wheels that fit, with a reason for every one it rejects, and raises ``NoCompatibleWheel``
    when none is left, before any installer runs;
 4. prints ``pip install --index-url <index>/torchX.Y/ img2gray-cu130 torch==<installed>`` (or the ``uv pip``
-   form): the per-torch sub-index when the index has one (``tools.cli.index`` writes them), and always the
+   form): the per-torch sub-index when the index has one (``kernelwheel index`` writes them), and always the
    installed torch pinned exactly, so that the resolver can only keep torch or fail.
 
 Reading the index has one deadline for all of its requests together (``plan_install(deadline_s=...)``): a server
 that answers one byte at a time cannot hold the command past it. A password in an index URL is never printed: the
 printed command says ``"${KERNELWHEEL_INDEX_PASSWORD}"`` in its place (``printable_argv``).
 
-``python -m tools.cli.install_command --index-url http://127.0.0.1:8080/simple/ img2gray-cu130 [--run]``
+``kernelwheel install-command --index-url http://127.0.0.1:8080/simple/ img2gray-cu130 [--run]``
 """
 
 
@@ -42,17 +42,17 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel.errors import (
+from kernelwheel.errors import (
     IndexUnreachable,
     InvalidProjectName,
     InvalidVariantName,
     NoCompatibleWheel,
     ToolError,
 )
-from tools.kernelwheel.format.variants import Backend
-from tools.kernelwheel.index.client import Candidate, check_url, list_candidates, torch_requirement_of
-from tools.kernelwheel.naming import is_distribution_name, torch_label, torch_minor
-from tools.kernelwheel.urls import redact
+from kernelwheel.format.variants import Backend
+from kernelwheel.index.client import Candidate, check_url, list_candidates, torch_requirement_of
+from kernelwheel.naming import is_distribution_name, torch_label, torch_minor
+from kernelwheel.urls import redact
 
 Installer = Literal["pip", "uv"]
 T = TypeVar("T")

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tools.kernelwheel.atomic import write_atomic
-from tools.kernelwheel.errors import ToolError
-from tools.kernelwheel.jsonload import loads_limited
-from tools.kernelwheel.limited_read import read_limited
+from kernelwheel.atomic import write_atomic
+from kernelwheel.errors import ToolError
+from kernelwheel.jsonload import loads_limited
+from kernelwheel.limited_read import read_limited
 
 
 def load(path: Path, header: Mapping[str, object], *, max_bytes: int, max_depth: int = 8) -> dict[str, Any] | None:

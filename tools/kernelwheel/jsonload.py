@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from tools.kernelwheel.errors import ToolError
+from kernelwheel.errors import ToolError
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _JSON_BRACKET = re.compile(r"[\[\]{}]")

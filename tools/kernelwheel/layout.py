@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tools.kernelwheel.errors import InvalidVariant, ToolError
-from tools.kernelwheel.format.metadata import build_layout
-from tools.kernelwheel.jsonload import loads_limited
-from tools.kernelwheel.limited_read import read_limited
-from tools.kernelwheel.naming import NAME_MAX
+from kernelwheel.errors import InvalidVariant, ToolError
+from kernelwheel.format.metadata import build_layout
+from kernelwheel.jsonload import loads_limited
+from kernelwheel.limited_read import read_limited
+from kernelwheel.naming import NAME_MAX
 
 SIGSTORE_BUNDLE = "metadata.json.sigstore"  # a detached signature over metadata.json: not part of the digest
 _SKIPPED_NAMES = {SIGSTORE_BUNDLE}

@@ -32,9 +32,9 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel.atomic import TEMPORARY_NAME_OVERHEAD
-from tools.kernelwheel.errors import InvalidVariantName, InvalidWheelName
-from tools.kernelwheel.format.variants import Backend, Noarch, Sdk, Torch, TorchStableAbi, TvmFfi, Variant
+from kernelwheel.atomic import TEMPORARY_NAME_OVERHEAD
+from kernelwheel.errors import InvalidVariantName, InvalidWheelName
+from kernelwheel.format.variants import Backend, Noarch, Sdk, Torch, TorchStableAbi, TvmFfi, Variant
 
 # PEP 508 distribution names, ASCII only: packaging's own check (canonicalize_name(validate=True)) uses IGNORECASE
 # without re.ASCII, so it also takes the Kelvin sign, which no PEP 503 page or installer knows.

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.kernelwheel.errors import ToolError
-from tools.kernelwheel.format.digests import digested_files, file_digest
-from tools.kernelwheel.format.variants import Noarch, Variant
-from tools.kernelwheel.layout import collect_files, read_metadata
+from kernelwheel.errors import ToolError
+from kernelwheel.format.digests import digested_files, file_digest
+from kernelwheel.format.variants import Noarch, Variant
+from kernelwheel.layout import collect_files, read_metadata
 
 # Which folder the single noarch wheel is built from when all are the same build.
 PREFERENCE = ("cuda", "rocm", "xpu", "cpu", "metal", "cann", "npu", "neuron", "tpu", "universal")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel import json_cache
+from kernelwheel import json_cache
 
 _FORMAT = 1
 _MAX_BYTES = 4 * 1024 * 1024

@@ -22,7 +22,7 @@ from types import ModuleType
 
 import huggingface_hub  # the package itself is lazy: only its constants module reads HF_ENDPOINT
 
-from tools.kernelwheel import answer_deadline
+from kernelwheel import answer_deadline
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # The answer huggingface_hub turns into DisabledRepoError before it looks at a RepoNotFound code.

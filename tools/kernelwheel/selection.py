@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from tools.kernelwheel.errors import InvalidVariantName
-from tools.kernelwheel.format.variants import CPUS, CxxAbi, Torch, Variant, display_name
+from kernelwheel.errors import InvalidVariantName
+from kernelwheel.format.variants import CPUS, CxxAbi, Torch, Variant, display_name
 
 
 @dataclass(frozen=True)

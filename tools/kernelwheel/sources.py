@@ -15,13 +15,13 @@ from pathlib import Path
 from packaging.version import Version
 from rich.console import Console
 
-from tools.kernelwheel import background_fetch, hub, ref_listing
-from tools.kernelwheel.console import ActivityTask, activity, print_step, print_warning
-from tools.kernelwheel.convert import Arrivals, Source, cancelled_on_error
-from tools.kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, ToolError
-from tools.kernelwheel.format import lockfile
-from tools.kernelwheel.format.dependency import Dependency
-from tools.kernelwheel.trust import TrustPolicy, check_publisher
+from kernelwheel import background_fetch, hub, ref_listing
+from kernelwheel.console import ActivityTask, activity, print_step, print_warning
+from kernelwheel.convert import Arrivals, Source, cancelled_on_error
+from kernelwheel.errors import HubError, OfflineCacheMiss, RepositoryNotFound, ToolError
+from kernelwheel.format import lockfile
+from kernelwheel.format.dependency import Dependency
+from kernelwheel.trust import TrustPolicy, check_publisher
 
 
 def local_source(folder: Path) -> Source:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
 
-from tools.kernelwheel.errors import UntrustedPublisher
+from kernelwheel.errors import UntrustedPublisher
 
 HOW_TO_TRUST = "pass --trust-remote-code (every repository) or --trust-repo {repo_id} to convert it anyway"
 

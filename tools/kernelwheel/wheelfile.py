@@ -35,11 +35,11 @@ from typing_extensions import TypeVar  # its ``default=`` (PEP 696) is in typing
 from wheel import __version__ as WHEEL_VERSION
 from wheel.wheelfile import WheelError, WheelFile, urlsafe_b64encode
 
-from tools.kernelwheel.atomic import atomic_path, temporary_directory
-from tools.kernelwheel.errors import InvalidWheel, OutputNotWritable, one_line
-from tools.kernelwheel.format.digests import checked_digest, file_digest
-from tools.kernelwheel.layout import check_relpath
-from tools.kernelwheel.naming import WheelName
+from kernelwheel.atomic import atomic_path, temporary_directory
+from kernelwheel.errors import InvalidWheel, OutputNotWritable, one_line
+from kernelwheel.format.digests import checked_digest, file_digest
+from kernelwheel.layout import check_relpath
+from kernelwheel.naming import WheelName
 
 # 1980-01-02: the earliest date a zip file holds in every timezone.
 _FIXED_DATE_TIME = (1980, 1, 2, 0, 0, 0)

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.kernelwheel.elf import is_elf, looks_like_shared_object
-from tools.kernelwheel.errors import InvalidVariant
-from tools.kernelwheel.format.digests import make_digest_of
-from tools.kernelwheel.format.metadata import zip_archive_name
-from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
+from kernelwheel.elf import is_elf, looks_like_shared_object
+from kernelwheel.errors import InvalidVariant
+from kernelwheel.format.digests import make_digest_of
+from kernelwheel.format.metadata import zip_archive_name
+from kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
 
 MAX_MEMBERS = 10_000
 # A kernel's Python package is kilobytes; its large files (the extension modules) lie beside the archive.

@@ -1,4 +1,4 @@
-"""tools.kernelwheel.format.digests: the metadata.json digest make_digest writes is the one verify_digest checks."""
+"""kernelwheel.format.digests: the metadata.json digest make_digest writes is the one verify_digest checks."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
-from tools.kernelwheel.format import digests
-from tools.kernelwheel.format.digests import make_digest, verify_digest
-from tools.kernelwheel.layout import collect_files
+from kernelwheel.errors import DigestMismatch, InvalidVariant
+from kernelwheel.format import digests
+from kernelwheel.format.digests import make_digest, verify_digest
+from kernelwheel.layout import collect_files
 
 
 def test_make_digest_is_what_verify_digest_checks(flat_repo: Path, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""tools.kernelwheel.format.kernel_depends: kernel-depends read by kernels' own parser, and the requirements they become."""
+"""kernelwheel.format.kernel_depends: kernel-depends read by kernels' own parser, and the requirements they become."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tools.kernelwheel.errors import InvalidVariant, KernelDependencyError
-from tools.kernelwheel.format.kernel_depends import (
+from kernelwheel.errors import InvalidVariant, KernelDependencyError
+from kernelwheel.format.kernel_depends import (
     ConvertedKernel,
     ConvertedWheel,
     Dependency,
@@ -16,8 +16,8 @@ from tools.kernelwheel.format.kernel_depends import (
     kernels_requirement,
     parse_kernel_info,
 )
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.naming import WheelName
+from kernelwheel.format.variants import Variant
+from kernelwheel.naming import WheelName
 
 BASE = {"name": "relu-plus", "id": "_relu_plus_cuda_abc1234", "version": 1, "license": "MIT",
         "python-depends": [], "backend": {"type": "cuda"}}

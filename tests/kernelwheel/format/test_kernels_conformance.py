@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from kernelwheel.errors import DigestMismatch, InvalidLockfile, InvalidVariantName
+from kernelwheel.format.digests import digest_violations, verify_digest
+from kernelwheel.format.lockfile import parse_lockfile
+from kernelwheel.format.variants import Variant
+from kernelwheel.layout import collect_files, read_metadata
 from tests.helpers import kernel_repos
 from tests.helpers.kernels_releases import RELEASES, ask
-from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile, InvalidVariantName
-from tools.kernelwheel.format.digests import digest_violations, verify_digest
-from tools.kernelwheel.format.lockfile import parse_lockfile
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.layout import collect_files, read_metadata
 
 VARIANT = "torch-stable-abi210-cpu-x86_64-linux"
 

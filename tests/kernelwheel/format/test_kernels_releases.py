@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
+from kernelwheel.errors import InvalidLockfile, InvalidVariant
+from kernelwheel.format import kernel_depends, python_depends
+from kernelwheel.format.digests import digest_violations
+from kernelwheel.format.kernel_depends import parse_kernel_info
+from kernelwheel.format.lockfile import parse_lockfile
+from kernelwheel.format.signer_policy import DEFAULT_SIGNERS
+from kernelwheel.layout import collect_files, read_metadata
 from tests.helpers import kernel_repos
 from tests.helpers.kernels_releases import RELEASES, SUPPORTED_KERNELS, ask
-from tools.kernelwheel.errors import InvalidLockfile, InvalidVariant
-from tools.kernelwheel.format import kernel_depends, python_depends
-from tools.kernelwheel.format.digests import digest_violations
-from tools.kernelwheel.format.kernel_depends import parse_kernel_info
-from tools.kernelwheel.format.lockfile import parse_lockfile
-from tools.kernelwheel.format.signer_policy import DEFAULT_SIGNERS
-from tools.kernelwheel.layout import collect_files, read_metadata
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

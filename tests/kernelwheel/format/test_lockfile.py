@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
-from tools.kernelwheel.format.lockfile import (
+from kernelwheel.errors import DigestMismatch, InvalidLockfile
+from kernelwheel.format.lockfile import (
     MAX_LOCKFILE_BYTES,
     VariantLock,
     combine,

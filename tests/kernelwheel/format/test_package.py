@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import tools.kernelwheel.format as package
+import kernelwheel.format as package
 
 
 def test_docstring_names_every_module() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from packaging.requirements import Requirement
 
+from kernelwheel.errors import InvalidVariant
+from kernelwheel.format.python_depends import depends_requirements, known_names, map_depends, read_depends
 from tests.helpers.kernels_releases import RELEASES, ask
-from tools.kernelwheel.errors import InvalidVariant
-from tools.kernelwheel.format.python_depends import depends_requirements, known_names, map_depends, read_depends
 
 NAMES = ["einops", "helion", "tvm-ffi", "nvidia-cutlass-dsl", "onednn", "nki", "kepler-22b", "numpy>=2", "torch"]
 BACKENDS = ["cpu", "cuda", "rocm", "xpu", "metal", "neuron"]

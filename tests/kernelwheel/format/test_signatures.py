@@ -1,4 +1,4 @@
-"""tools.kernelwheel.format.signatures on variants signed by a Sigstore instance of the test's own
+"""kernelwheel.format.signatures on variants signed by a Sigstore instance of the test's own
 (tests/helpers/sigstore_fixtures.py), each decision next to the newest supported kernels release's own verification
 on the same folder and the same trusted root; and what ``convert`` does with the verdict (wheel with the bundle, or nothing written)."""
 
@@ -14,6 +14,14 @@ from rich.console import Console
 from sigstore.models import TrustedRoot
 from sigstore.verify import Verifier
 
+from kernelwheel.convert import Options, convert
+from kernelwheel.errors import InvalidTrustSettings, InvalidVariant, SignatureInvalid
+from kernelwheel.format import signatures
+from kernelwheel.format.signatures import SignatureOptions, check_variant, verify_signature, workflow_signers
+from kernelwheel.format.signer_policy import DEFAULT_SIGNERS, WorkflowSigner
+from kernelwheel.layout import collect_files
+from kernelwheel.sources import local_source
+from kernelwheel.wheelfile import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.kernels_releases import RELEASES
 from tests.helpers.sigstore_fixtures import (
@@ -24,14 +32,6 @@ from tests.helpers.sigstore_fixtures import (
     kernels_verify_variant,
     tamper_ops_and_rewrite_digest,
 )
-from tools.kernelwheel.convert import Options, convert
-from tools.kernelwheel.errors import InvalidTrustSettings, InvalidVariant, SignatureInvalid
-from tools.kernelwheel.format import signatures
-from tools.kernelwheel.format.signatures import SignatureOptions, check_variant, verify_signature, workflow_signers
-from tools.kernelwheel.format.signer_policy import DEFAULT_SIGNERS, WorkflowSigner
-from tools.kernelwheel.layout import collect_files
-from tools.kernelwheel.sources import local_source
-from tools.kernelwheel.wheelfile import read_wheel
 
 # The sigstore and trusted_root fixtures: this module's own Sigstore instance and its trusted_root.json.
 pytest_plugins = ["tests.helpers.sigstore_plugin"]

@@ -1,12 +1,12 @@
-"""tools.kernelwheel.format.variants: parse/str round trip for every family, precise reasons for bad names."""
+"""kernelwheel.format.variants: parse/str round trip for every family, precise reasons for bad names."""
 
 from __future__ import annotations
 
 import pytest
 from packaging.version import Version
 
-from tools.kernelwheel.errors import InvalidVariantName
-from tools.kernelwheel.format.variants import Backend, Noarch, Torch, TorchStableAbi, TvmFfi, Variant
+from kernelwheel.errors import InvalidVariantName
+from kernelwheel.format.variants import Backend, Noarch, Torch, TorchStableAbi, TvmFfi, Variant
 
 NAMES = [
     "torch29-cxx11-cu128-x86_64-linux",

@@ -1,4 +1,4 @@
-"""tools.kernelwheel.format.variants against each supported kernels release's own parser and resolver.
+"""kernelwheel.format.variants against each supported kernels release's own parser and resolver.
 
 Every release answers in its own venv (tests/helpers/kernels_releases.py, oracle tests/helpers/kernels_oracle/
 variants.py). Where a release accepts a legacy-grammar name, our parser accepts it with the same meaning; the
@@ -15,10 +15,10 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from kernelwheel.errors import InvalidVariantName
+from kernelwheel.format.variants import Backend, Noarch, Sdk, Torch, TorchStableAbi, Variant
+from kernelwheel.install import cuda_compatible
 from tests.helpers.kernels_releases import RELEASES, ask
-from tools.kernelwheel.errors import InvalidVariantName
-from tools.kernelwheel.format.variants import Backend, Noarch, Sdk, Torch, TorchStableAbi, Variant
-from tools.kernelwheel.install import cuda_compatible
 
 NEWEST = RELEASES[-1]
 

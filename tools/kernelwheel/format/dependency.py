@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.kernelwheel.errors import ToolError
+from kernelwheel.errors import ToolError
 
 FIELDS = ("repo-id", "version", "revision")
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tools.kernelwheel import json_cache
-from tools.kernelwheel.errors import DigestMismatch, InvalidVariant
-from tools.kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
+from kernelwheel import json_cache
+from kernelwheel.errors import DigestMismatch, InvalidVariant
+from kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
 
 _DIGEST_EXCLUDED = {"metadata.json", SIGSTORE_BUNDLE}
 

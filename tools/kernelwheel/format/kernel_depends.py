@@ -33,10 +33,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tools.kernelwheel.errors import InvalidVariant, KernelDependencyError
-from tools.kernelwheel.format.dependency import Dependency, parse_dependency
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.naming import WheelName
+from kernelwheel.errors import InvalidVariant, KernelDependencyError
+from kernelwheel.format.dependency import Dependency, parse_dependency
+from kernelwheel.format.variants import Variant
+from kernelwheel.naming import WheelName
 
 # The kernels releases a wheel with kernel-depends is tested with (its entry calls get_local_kernel, and the build
 # calls get_kernel_dep): 0.17.2 and 0.19.1, so any release from 0.17.2 up to, not including, 0.20.

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from tools.kernelwheel.errors import DigestMismatch, InvalidLockfile
-from tools.kernelwheel.format.dependency import parse_dependency
-from tools.kernelwheel.jsonload import loads_limited
-from tools.kernelwheel.limited_read import read_limited
-from tools.kernelwheel.repo_id import repo_id_problem
+from kernelwheel.errors import DigestMismatch, InvalidLockfile
+from kernelwheel.format.dependency import parse_dependency
+from kernelwheel.jsonload import loads_limited
+from kernelwheel.limited_read import read_limited
+from kernelwheel.repo_id import repo_id_problem
 
 HASH_TYPE = "git_lfs_concat"
 _SHA = re.compile(r"^[0-9a-f]{40}$")

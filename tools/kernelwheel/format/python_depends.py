@@ -24,7 +24,7 @@ from types import MappingProxyType
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from tools.kernelwheel.errors import InvalidVariant
+from kernelwheel.errors import InvalidVariant
 
 # Projects whose requirement the conversion writes itself (naming.framework_requirement_for).
 FRAMEWORK_PROJECTS = frozenset({"torch"})
@@ -108,7 +108,7 @@ def parse_dependency_data(value: object, where: str = DATA_FILE) -> DependencyDa
 @cache
 def dependency_data() -> DependencyData:
     """This toolkit's copy of kernels' ``python_depends.json``, parsed."""
-    text = resources.files(__package__ or "tools.kernelwheel.format").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    text = resources.files(__package__ or "kernelwheel.format").joinpath(DATA_FILE).read_text(encoding="utf-8")
     return parse_dependency_data(json.loads(text))
 
 

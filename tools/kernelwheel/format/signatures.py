@@ -8,7 +8,7 @@ with this toolkit's own signer list (``signer_policy``: the newest release's, co
 by tests) and result types named as kernels names them (``SignatureVerdict``), and adds what kernels cannot: a
 trusted root from a file (``--sigstore-trusted-root``: a private Sigstore, or offline) and another list of accepted
 workflows (``--signer-workflow``). The signature covers metadata.json; metadata.json's digest covers
-every other file (``tools.kernelwheel.format.digests``).
+every other file (``kernelwheel.format.digests``).
 """
 
 from __future__ import annotations
@@ -23,24 +23,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from tools.kernelwheel.arguments import path_argument
-from tools.kernelwheel.errors import (
+from kernelwheel.arguments import path_argument
+from kernelwheel.errors import (
     DigestMismatch,
     InvalidTrustSettings,
     InvalidVariant,
     SignatureInvalid,
     SignatureMissing,
 )
-from tools.kernelwheel.format.digests import verify_digest
-from tools.kernelwheel.format.signer_policy import (
+from kernelwheel.format.digests import verify_digest
+from kernelwheel.format.signer_policy import (
     DEFAULT_SIGNERS,
     WorkflowSigner,
     accepted_uris,
     signers_for,
     verification_policy,
 )
-from tools.kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, read_metadata
-from tools.kernelwheel.limited_read import read_limited
+from kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, read_metadata
+from kernelwheel.limited_read import read_limited
 
 if TYPE_CHECKING:  # sigstore is imported when a signature is checked (it takes ~1 s to import)
     from cryptography.x509 import Certificate

@@ -52,8 +52,8 @@ from pypi_simple import (
     UnsupportedRepoVersionError,
 )
 
-from tools.kernelwheel.answer_deadline import MIN_BYTES_PER_S, call_within
-from tools.kernelwheel.errors import (
+from kernelwheel.answer_deadline import MIN_BYTES_PER_S, call_within
+from kernelwheel.errors import (
     DigestMismatch,
     IndexUnreachable,
     InvalidIndexUrl,
@@ -62,12 +62,12 @@ from tools.kernelwheel.errors import (
     ToolError,
     one_line,
 )
-from tools.kernelwheel.index.body_limit import TooLarge, mount_body_limit
-from tools.kernelwheel.index.wheels import metadata_bytes, torch_requirement_from
-from tools.kernelwheel.limited_read import read_limited
-from tools.kernelwheel.naming import WheelName, labelled_torch
-from tools.kernelwheel.urls import printable, redact, url_problem
-from tools.kernelwheel.wheelfile import MAX_METADATA_BYTES
+from kernelwheel.index.body_limit import TooLarge, mount_body_limit
+from kernelwheel.index.wheels import metadata_bytes, torch_requirement_from
+from kernelwheel.limited_read import read_limited
+from kernelwheel.naming import WheelName, labelled_torch
+from kernelwheel.urls import printable, redact, url_problem
+from kernelwheel.wheelfile import MAX_METADATA_BYTES
 
 # Seconds, for every request: to connect, and between two reads of the answer (requests' timeout).
 _TIMEOUT_S = 30
@@ -205,7 +205,7 @@ def _check_scheme(url: str) -> str:
 def _mismatch(what: str, url: str, algorithm: str, expected: str, actual: str) -> DigestMismatch:
     return DigestMismatch(
         f"{redact(url)}: the {what} does not match the index's hash ({algorithm} {actual}, the page says "
-        f"{expected}); the index is stale or was tampered with: rebuild it (python -m tools.cli.index) or ask "
+        f"{expected}); the index is stale or was tampered with: rebuild it (kernelwheel index) or ask "
         "its owner"
     )
 
@@ -568,7 +568,7 @@ def _check_against_wheel(candidate: Candidate, metadata: bytes) -> None:
         raise InvalidWheel(
             f"{where}: differs from the METADATA inside {candidate.filename} (Requires-Dist "
             f"{_requires(metadata)} vs {_requires(own)}); expected the wheel's own METADATA. The index is stale or "
-            "was tampered with: rebuild it (python -m tools.cli.index)"
+            "was tampered with: rebuild it (kernelwheel index)"
         )
 
 

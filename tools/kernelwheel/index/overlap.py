@@ -4,7 +4,7 @@ choice (its tag priority), not the index owner's.
 ``make wheel`` writes ``img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl``; hub2wheel may write the
 same name and version for ``manylinux_2_24_x86_64``. Their tags differ, yet every machine with glibc 2.28 or newer
 accepts both, and pip takes the one whose tag comes first in ``packaging.tags.sys_tags()``. When the two are other
-bytes, a user gets one or the other depending on the machine: ``tools.cli.index`` warns, naming the version.
+bytes, a user gets one or the other depending on the machine: ``kernelwheel index`` warns, naming the version.
 
 Two tags overlap when one CPython and one platform accept both: the interpreter/ABI parts admit a common CPython
 minor (``cp39-abi3`` admits 3.9 and newer, ``cp311-cp311`` only 3.11, ``py3-none`` all), and the platforms are the
@@ -20,7 +20,7 @@ from itertools import combinations
 
 from packaging.tags import Tag
 
-from tools.kernelwheel.index.wheels import IndexedWheel
+from kernelwheel.index.wheels import IndexedWheel
 
 _NEWEST = 10**6  # "and every newer minor"
 _CPYTHON = re.compile(r"cp3(\d+)", re.ASCII)

@@ -1,6 +1,6 @@
 """A static private index for a wheelhouse: PEP 503 pages, PEP 658 metadata, one sub-index per torch minor.
 
-``python -m tools.cli.index wheelhouse`` turns ``wheelhouse/*.whl`` into a tree any static file server can serve::
+``kernelwheel index wheelhouse`` turns ``wheelhouse/*.whl`` into a tree any static file server can serve::
 
     wheelhouse/
       img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl
@@ -24,7 +24,7 @@ so a client reading the tree mid-update never follows a link to a missing or hal
 keeps two runs from interleaving; temporaries a killed run left behind are swept at the start of the next.
 
 Nothing outside the wheelhouse is written or removed: the state file is checked before use
-(``tools.kernelwheel.index.state``), and every path is resolved and checked to lie inside the wheelhouse (or
+(``kernelwheel.index.state``), and every path is resolved and checked to lie inside the wheelhouse (or
 ``simple/``) before it is written or removed, so a symlinked folder or a crafted state cannot redirect a write.
 """
 
@@ -37,12 +37,12 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from tools.kernelwheel.atomic import sweep_stale_temporaries, write_atomic
-from tools.kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
-from tools.kernelwheel.index.overlap import overlapping_builds
-from tools.kernelwheel.index.pages import project_page, root_page
-from tools.kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
-from tools.kernelwheel.index.wheels import (
+from kernelwheel.atomic import sweep_stale_temporaries, write_atomic
+from kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
+from kernelwheel.index.overlap import overlapping_builds
+from kernelwheel.index.pages import project_page, root_page
+from kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
+from kernelwheel.index.wheels import (
     IndexedWheel,
     admits_torch_minor,
     inspect_wheel,
@@ -51,9 +51,9 @@ from tools.kernelwheel.index.wheels import (
     sha256_file,
     torch_floor,
 )
-from tools.kernelwheel.limited_read import read_limited
-from tools.kernelwheel.naming import torch_label, torch_minor
-from tools.kernelwheel.wheelfile import MAX_METADATA_BYTES
+from kernelwheel.limited_read import read_limited
+from kernelwheel.naming import torch_label, torch_minor
+from kernelwheel.wheelfile import MAX_METADATA_BYTES
 
 
 @dataclass

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tools.kernelwheel.console import print_step
-from tools.kernelwheel.errors import PublishFailed
-from tools.kernelwheel.publish.plan import BASE_BRANCH, Plan, RemoteRefs
+from kernelwheel.console import print_step
+from kernelwheel.errors import PublishFailed
+from kernelwheel.publish.plan import BASE_BRANCH, Plan, RemoteRefs
 
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
 

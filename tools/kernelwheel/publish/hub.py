@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from huggingface_hub.errors import RepositoryNotFoundError
 from rich.console import Console
 
-from tools.kernelwheel.console import print_step
-from tools.kernelwheel.errors import PublishFailed
-from tools.kernelwheel.publish.plan import BASE_BRANCH, Plan, RemoteRefs, count
+from kernelwheel.console import print_step
+from kernelwheel.errors import PublishFailed
+from kernelwheel.publish.plan import BASE_BRANCH, Plan, RemoteRefs, count
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi  # imported by whoever builds the HfApi (hub.HubSettings.api)

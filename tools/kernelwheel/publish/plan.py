@@ -11,8 +11,8 @@ from typing import Protocol
 from packaging.version import InvalidVersion, Version
 from rich.console import Console
 
-from tools.kernelwheel.errors import InvalidReleaseVersion, RevisionNotFound, VersionExists
-from tools.kernelwheel.format.variants import Variant
+from kernelwheel.errors import InvalidReleaseVersion, RevisionNotFound, VersionExists
+from kernelwheel.format.variants import Variant
 
 BASE_BRANCH = "main"
 

@@ -1,6 +1,6 @@
 """Publish the ``build/<variant>/`` folders of a kernel to a Hub repository under a version: branch + tag.
 
-``publish()`` is the library entry point; ``main(argv)`` is ``python -m tools.cli.publish``. For ``--version 1.2.3`` one
+``publish()`` is the library entry point; ``main(argv)`` is ``kernelwheel publish``. For ``--version 1.2.3`` one
 commit lands on the version **branch** ``v1`` (created from ``main`` when missing) and the **tag** ``v1.2.3`` points
 at that commit. The two ref schemes exist because the ``kernels`` library changed how it finds versions:
 
@@ -8,7 +8,7 @@ at that commit. The two ref schemes exist because the ``kernels`` library change
   **tags** (``_versions.py``: ``list_repo_refs(...).tags`` parsed with ``packaging``; the newest match wins).
 * kernels ≥ 0.12 takes ``get_kernel(repo, version=1)``: an integer major, i.e. the **branch** ``v1`` (string specs
   were deprecated in 0.12 and removed in 0.14; ≥ 0.15 requires a version or a revision).
-* our ``tools.hub2wheel --version '>=1.2,<1.3'`` (through ``hub``) reads both, and a tag wins over a branch.
+* our ``hub2wheel --version '>=1.2,<1.3'`` (through ``hub``) reads both, and a tag wins over a branch.
 
 Writing both keeps old clients, new clients and hub2wheel working, and a tag is never moved: publishing a version
 whose tag exists is refused. The commit *replaces* each published variant folder wholly (files absent from the new
@@ -40,8 +40,8 @@ from rich.console import Console
 from rich.filesize import decimal
 from rich.markup import escape
 
-from tools.kernelwheel.console import make_console, print_step
-from tools.kernelwheel.publish.plan import (
+from kernelwheel.console import make_console, print_step
+from kernelwheel.publish.plan import (
     BASE_BRANCH,
     Plan,
     PublishResult,
@@ -50,7 +50,7 @@ from tools.kernelwheel.publish.plan import (
     count,
     release_version,
 )
-from tools.kernelwheel.publish.staging import stage_build
+from kernelwheel.publish.staging import stage_build
 
 
 def publish(

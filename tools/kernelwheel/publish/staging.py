@@ -12,11 +12,11 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from tools.kernelwheel.errors import InvalidBuildDir, InvalidVariant, InvalidVariantName, ToolError
-from tools.kernelwheel.format.digests import verify_digest
-from tools.kernelwheel.format.variants import Variant
-from tools.kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, find_package, read_metadata
-from tools.kernelwheel.publish.plan import StagedVariant
+from kernelwheel.errors import InvalidBuildDir, InvalidVariant, InvalidVariantName, ToolError
+from kernelwheel.format.digests import verify_digest
+from kernelwheel.format.variants import Variant
+from kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, find_package, read_metadata
+from kernelwheel.publish.plan import StagedVariant
 
 _SIGSTORE = SIGSTORE_BUNDLE  # a detached signature: not covered by the digest, published when present
 

@@ -1,0 +1,87 @@
+"""``kernelwheel index WHEELHOUSE``: write a static PEP 503 index with PEP 658 metadata and per-torch
+sub-indexes for the wheels in a folder (``kernelwheel.index.writer`` says what it writes, and in which order).
+Exit status: 0 indexed; 1 a bad wheel (all listed), a bad state file or a write that failed (one ``error:`` line,
+the index already in place unchanged)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+
+from packaging.version import InvalidVersion, Version
+
+from kernelwheel.arguments import path_argument
+from kernelwheel.cli import prog
+from kernelwheel.console import make_console, print_error, print_step, print_warning
+from kernelwheel.errors import ToolError
+from kernelwheel.index.writer import write_index
+
+
+def _torch_minor(text: str) -> Version:
+    try:
+        version = Version(text)
+    except InvalidVersion:
+        version = None
+    if version is None or str(version) != f"{version.major}.{version.minor}":  # no patch, pre, post, dev or local
+        raise argparse.ArgumentTypeError(f"expected a torch minor version X.Y (e.g. 2.14), got {text!r}")
+    return version
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog("index", "index"),
+        description="Write a static PEP 503 index (with PEP 658 metadata and per-torch sub-indexes) "
+        "for the wheels in a folder.",
+    )
+    parser.add_argument("wheelhouse", type=path_argument, help="folder holding the .whl files (e.g. wheelhouse)")
+    parser.add_argument(
+        "--torch",
+        action="append",
+        default=[],
+        type=_torch_minor,
+        metavar="X.Y",
+        help="also write simple/torchX.Y/ for this torch minor (repeatable), e.g. for stable-ABI builds",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = make_console()
+    print_step(console, f"* Indexing {args.wheelhouse}/ ...")
+    try:
+        report = write_index(args.wheelhouse, extra_torch=args.torch)
+    except ToolError as exc:
+        print_error(console, exc)
+        return 1
+    for warning in report.warnings:  # indexed all the same: the owner decides which build to keep
+        print_warning(console, warning)
+    if args.json:
+        summary = {
+            "version": 1,
+            "wheels": [w.filename for w in report.wheels],
+            "added": report.added,
+            "removed": report.removed,
+            "projects": report.projects,
+            "torch_indexes": report.torch_indexes,
+            "swept": [str(path) for path in report.swept],
+            "warnings": report.warnings,
+        }
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(
+        f"Indexed {len(report.wheels)} wheels of {len(report.projects)} projects in {args.wheelhouse / 'simple'}/ "
+        f"({len(report.added)} new, {len(report.removed)} removed, {report.files_written} files written)"
+    )
+    if report.swept:
+        print_step(console, f"* Removed {len(report.swept)} temporaries left by an interrupted run: "
+                            + ", ".join(path.name for path in report.swept))
+    if report.torch_indexes:
+        print("Per-torch indexes: " + ", ".join(f"simple/{name}/" for name in report.torch_indexes))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
