@@ -6,15 +6,11 @@ runs (they are git-ignored); nothing has to be installed by hand.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from tests.helpers.repo import REPO_ROOT
 
@@ -53,36 +49,10 @@ def fresh_venv(path: Path, *, share_site_packages_of: Path | None = None) -> Pat
     return path
 
 
-def requirement_closure(root: str) -> list[importlib.metadata.Distribution]:
-    """``root`` and every distribution it needs (markers evaluated), from the running environment."""
-    seen: dict[str, importlib.metadata.Distribution] = {}
-    done: set[tuple[str, str]] = set()
-    todo: list[tuple[str, str]] = [(root, "")]
-    while todo:
-        raw_name, extra = todo.pop()
-        name = canonicalize_name(raw_name)
-        if (name, extra) in done:
-            continue
-        done.add((name, extra))
-        try:
-            dist = seen.get(name) or importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        seen[name] = dist
-        for text in dist.requires or []:
-            req = Requirement(text)
-            if req.marker is None or req.marker.evaluate({"extra": extra}):
-                todo.extend((req.name, e) for e in ("", *req.extras))
-    return list(seen.values())
-
-
 def package_farm(path: Path, root: str) -> Path:
     """A directory of symlinks to ``root`` (e.g. torch) and its dependencies only: no other project package."""
+    from tools.cli.share_packages import link_closure  # here: conftest imports this module in venvs without rich
+
     path.mkdir(parents=True)
-    for dist in requirement_closure(root):
-        base = Path(str(dist.locate_file("")))
-        tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
-        for top in tops:
-            if not (path / top).exists() and (base / top).exists() and top != "__pycache__":
-                (path / top).symlink_to(base / top)
+    link_closure(root, path)
     return path

@@ -66,13 +66,19 @@ def share(root: str, venv: Path) -> int:
         importlib.metadata.distribution(root)
     except importlib.metadata.PackageNotFoundError:
         raise NotShareable(f"{root}: expected a distribution installed in {sys.prefix}; it is not") from None
+    return link_closure(root, target)
+
+
+def link_closure(root: str, folder: Path) -> int:
+    """Symlink every top-level entry of ``root`` and of what it requires into ``folder`` (entries already there are
+    kept); returns how many were linked."""
     linked = 0
     for dist in requirement_closure(root):
         base = Path(str(dist.locate_file("")))
         tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
         for top in sorted(tops - {"__pycache__"}):
-            if (base / top).exists() and not (target / top).exists():
-                (target / top).symlink_to(base / top)
+            if (base / top).exists() and not (folder / top).exists():
+                (folder / top).symlink_to(base / top)
                 linked += 1
     return linked
 
