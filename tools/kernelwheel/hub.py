@@ -151,13 +151,7 @@ def version_refs(tags: Iterable[tuple[str, str]], branches: Iterable[tuple[str, 
 
 def version_of_ref(name: str) -> Version | None:
     """``v1.2.3`` / ``v1`` → that version; None for any other branch, tag or commit."""
-    match = _VERSION_REF.match(name)
-    if not match:
-        return None
-    try:
-        return Version(match[1])
-    except InvalidVersion:
-        return None
+    return ref_listing.version_named(_VERSION_REF, name)
 
 
 def pick_version(refs: list[VersionRef], spec: str, repo_id: str) -> VersionRef:

@@ -36,15 +36,20 @@ class RefListing:
     listed_at: datetime
 
 
-def release_version(name: str) -> Version | None:
-    """``v1.2.3`` → 1.2.3: a name that is a release by itself; None for a series (``v1``) or any other name."""
-    match = _RELEASE_TAG.match(name)
+def version_named(pattern: re.Pattern[str], name: str) -> Version | None:
+    """The version in group 1 of ``pattern`` matched on ``name``; None when it does not match or is no version."""
+    match = pattern.match(name)
     if not match:
         return None
     try:
         return Version(match[1])
     except InvalidVersion:
         return None
+
+
+def release_version(name: str) -> Version | None:
+    """``v1.2.3`` → 1.2.3: a name that is a release by itself; None for a series (``v1``) or any other name."""
+    return version_named(_RELEASE_TAG, name)
 
 
 def release_at(listing: RefListing, commit: str) -> tuple[str, Version] | None:
