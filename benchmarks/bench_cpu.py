@@ -50,19 +50,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import record  # this script's folder is first on sys.path; record.py needs only the standard library
+
 SIZES = {"3840x2160": (2160, 3840), "1920x1080": (1080, 1920)}
 DTYPES = ("uint8", "float32")
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def transparent_hugepage_mode() -> str:
@@ -290,7 +281,7 @@ def main() -> int:
                 print(f"{size} {dtype_name} x{threads}: {medians}", file=sys.stderr, flush=True)  # a cut run keeps these
     header = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "cpu": cpu_model(),
+        "cpu": record.cpu_model(),
         "cores": cores,
         "torch": torch.__version__,
         "img2gray": f"{img2gray.__version__} ({img2gray.build_info().abi})",
@@ -308,7 +299,6 @@ def main() -> int:
         with open(args.json, "w") as out:
             json.dump({"header": header, "rows": rows}, out, indent=1)
     if args.record:
-        import record  # this script's folder is first on sys.path
 
         other = {"opencv": str(header["opencv"])} if header["opencv"] else {}
         settings = {key: os.environ[key] for key in ("IMG2GRAY_CPU_ISA", "IMG2GRAY_CPU_TILE_PIXELS",
