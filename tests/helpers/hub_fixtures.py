@@ -104,22 +104,12 @@ def olah_server(mirrors: Path, base: Path, *, workers: int = 1) -> Iterator[str]
     ``workers`` > 1: that many olah processes behind one port (its ``--workers``). One olah process serves ~20-27 MB/s
     whatever the number of connections (benchmarks/NOTES.md says why): concurrent downloads only run in parallel
     across several processes."""
+    from tools.cli.loopback_hub import olah_config  # here: this plugin loads in venvs without the toolkit's rich
+
     venv = helper_venv(".venv-olah", f"olah=={OLAH_VERSION}")
     port = free_port()
     config = base / "olah.toml"
-    config.write_text(
-        f"""[basic]
-host = "127.0.0.1"
-port = {port}
-repos-path = "{base / 'repos'}"
-mirrors-path = ["{mirrors}"]
-mirror-scheme = "http"
-mirror-netloc = "127.0.0.1:{port}"
-mirror-lfs-netloc = "127.0.0.1:{port}"
-[accessibility]
-offline = true
-"""
-    )
+    config.write_text(olah_config(port, repos=base / "repos", mirrors=mirrors))
     endpoint = f"http://127.0.0.1:{port}"
     argv = [str(venv / "bin" / "olah-cli"), "-c", str(config), *(["--workers", str(workers)] if workers > 1 else [])]
     with serving(argv, endpoint + "/api/models/testorg/img2gray/refs",

@@ -35,12 +35,17 @@ class HubNotStarted(ToolError):
 
 
 def config_text(root: Path, port: int) -> str:
-    """olah's configuration: offline (never goes upstream), serving ``root/mirrors`` on 127.0.0.1."""
+    """olah's configuration for ``root``: its cache in ``root/cache``, the repositories under ``root/mirrors``."""
+    return olah_config(port, repos=root / "cache", mirrors=root / "mirrors")
+
+
+def olah_config(port: int, *, repos: Path, mirrors: Path) -> str:
+    """olah offline (never goes upstream) on 127.0.0.1:``port``, serving the git repositories under ``mirrors``."""
     return f"""[basic]
 host = "127.0.0.1"
 port = {port}
-repos-path = "{root / 'cache'}"
-mirrors-path = ["{root / 'mirrors'}"]
+repos-path = "{repos}"
+mirrors-path = ["{mirrors}"]
 mirror-scheme = "http"
 mirror-netloc = "127.0.0.1:{port}"
 mirror-lfs-netloc = "127.0.0.1:{port}"
