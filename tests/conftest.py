@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelwheel.naming import WheelName, torch_label, torch_minor
+from kernelwheel.wheels.naming import WheelName, torch_label, torch_minor
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelwheel.naming import WheelName
-from kernelwheel.wheelfile import read_wheel, rename_wheel, write_wheel
+from kernelwheel.wheels.naming import WheelName
+from kernelwheel.wheels.wheelfile import read_wheel, rename_wheel, write_wheel
 from tests.conftest import stable_wheels
 
 

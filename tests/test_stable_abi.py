@@ -15,8 +15,8 @@ import kernel_abi_check
 import pytest
 import torch
 
-from kernelwheel.naming import WheelName
-from kernelwheel.wheelfile import read_wheel
+from kernelwheel.wheels.naming import WheelName
+from kernelwheel.wheels.wheelfile import read_wheel
 from tests.conftest import WHEELHOUSE, stable_wheels
 from tests.helpers.elf import demangled, dynamic_symbols, extracted_library
 from tests.helpers.repo import REPO_ROOT

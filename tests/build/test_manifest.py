@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.errors import InvalidManifest
+from kernelwheel.io.errors import InvalidManifest
 from tests.helpers.repo import REPO_ROOT
 from tools.build.manifest import BuildManifest, main
 

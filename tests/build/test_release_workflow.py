@@ -35,7 +35,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from kernelwheel.wheelfile import read_wheel, rename_wheel, write_wheel
+from kernelwheel.wheels.wheelfile import read_wheel, rename_wheel, write_wheel
 from tests.helpers import workflows
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.workflows import step_running

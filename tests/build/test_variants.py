@@ -18,12 +18,12 @@ import kernel_abi_check
 import pytest
 from packaging.version import Version as pv
 
-from kernelwheel.errors import BuildFailed
 from kernelwheel.format.digests import verify_digest
-from kernelwheel.layout import collect_files, read_metadata
-from kernelwheel.naming import WheelName
+from kernelwheel.format.variant_folder import collect_files, read_metadata
+from kernelwheel.io.errors import BuildFailed
 from kernelwheel.publish.git import GitTransport
 from kernelwheel.publish.release import publish
+from kernelwheel.wheels.naming import WheelName
 from tests.helpers.elf import demangled, dynamic_symbols
 from tests.helpers.git_remotes import make_remote
 from tests.helpers.hub_fixtures import olah_server, pip_install_by_name

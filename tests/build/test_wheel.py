@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.errors import BuildFailed
+from kernelwheel.io.errors import BuildFailed
 from tests.helpers.repo import REPO_ROOT
 from tools.build.wheel import DEFAULT_PLATFORM, check_platform
 

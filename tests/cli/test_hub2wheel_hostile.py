@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.atomic import stale_temporary_owner
+from kernelwheel.io.atomic import stale_temporary_owner
 from tests.helpers import kernel_repos
 from tests.helpers.elf import CXX_NEEDS, as_aarch64, cxx_library, endless_version_needs, with_version_need
 from tests.helpers.repo import REPO_ROOT

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.wheelfile import read_wheel
+from kernelwheel.wheels.wheelfile import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos, pip_install_by_name
 from tests.helpers.kernels_releases import RELEASES, installed_kernels, toolkit_python

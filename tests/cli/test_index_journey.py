@@ -21,8 +21,8 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from kernelwheel.index.state import STATE_FILE
-from kernelwheel.naming import WheelName
-from kernelwheel.wheelfile import MAX_METADATA_BYTES, WheelContents, build_metadata, write_wheel
+from kernelwheel.wheels.naming import WheelName
+from kernelwheel.wheels.wheelfile import MAX_METADATA_BYTES, WheelContents, build_metadata, write_wheel
 from tests.helpers import standin_wheels as standin
 from tests.helpers.peak_rss import run_with_peak_mib
 from tests.helpers.repo import REPO_ROOT

@@ -28,10 +28,10 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from kernelwheel.cli import hub2wheel
-from kernelwheel.errors import NoCompatibleWheel
+from kernelwheel.index.install_plan import Environment, plan_install
 from kernelwheel.index.writer import write_index
-from kernelwheel.install import Environment, plan_install
-from kernelwheel.naming import WheelName, labelled_torch, torch_label
+from kernelwheel.io.errors import NoCompatibleWheel
+from kernelwheel.wheels.naming import WheelName, labelled_torch, torch_label
 from tests.helpers import standin_wheels as standin
 from tests.helpers.pypiserver import PASSWORD, USER
 from tests.helpers.pypiserver import pypiserver as run_pypiserver

@@ -4,7 +4,7 @@ The round trip serves that repository with olah and reads it back with the real 
 hub2wheel turns the published version into wheels and pip installs one into a fresh venv, where the op runs on the
 CPU: source build/ → Hub (branch v0 + tag v0.1.0) → wheel → pip → op. The other tests read the remote with git.
 The Hub transport (HfApi uploads) is not exercised: olah is read-only. The library (kernelwheel.publish) is
-tested in tests/kernelwheel/test_publish.py.
+tested in tests/kernelwheel/publish/test_release.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from huggingface_hub import HfApi, snapshot_download
 from packaging.version import Version
 
 from kernelwheel.cli.publish import main
-from kernelwheel.errors import VersionExists
+from kernelwheel.io.errors import VersionExists
 from kernelwheel.publish.git import GitTransport
 from kernelwheel.publish.release import publish
 from tests.helpers import kernel_repos

@@ -1,6 +1,6 @@
 """A git repository standing in for a Hub kernel repository (what ``--git-remote`` targets), and readers of it.
 
-Shared by the publish tests (library: tests/kernelwheel/test_publish.py, command: tests/cli/test_publish.py) and the
+Shared by the publish tests (library: tests/kernelwheel/publish/test_release.py, command: tests/cli/test_publish.py) and the
 build tests (tests/build/test_variants.py).
 """
 

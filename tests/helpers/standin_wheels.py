@@ -14,8 +14,8 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from kernelwheel.naming import WheelName, kernel_version, torch_requirement
-from kernelwheel.wheelfile import WheelContents, build_metadata, write_wheel
+from kernelwheel.wheels.naming import WheelName, kernel_version, torch_requirement
+from kernelwheel.wheels.wheelfile import WheelContents, build_metadata, write_wheel
 
 DISTRIBUTION = "img2gray-cu130"
 TAGS = ("cp39", "abi3", "manylinux_2_28_x86_64")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from kernelwheel.entry import Entry, entry_source
+from kernelwheel.wheels.entry_package import Entry, entry_source
 from tests.helpers.kernels_releases import RELEASES, ask
 from tests.helpers.repo import REPO_ROOT
 

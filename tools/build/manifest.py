@@ -17,7 +17,7 @@ else:  # pragma: no cover - exercised only on old interpreters
     import tomli as tomllib
 
 try:
-    from kernelwheel.errors import InvalidManifest
+    from kernelwheel.io.errors import InvalidManifest
 except ImportError:  # run as a script by CMake, where the kernelwheel package may not be importable
     class InvalidManifest(ValueError):  # type: ignore[no-redef]  # the same name, when run by path without tools/
         pass

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kernelwheel.naming import cuda_backend_tag
+from kernelwheel.wheels.naming import cuda_backend_tag
 
 _RELEASE = re.compile(r"release (\d+\.\d+)")
 

@@ -32,12 +32,12 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 from rich.markup import escape
 
-from kernelwheel.atomic import check_writable_directory, replace_tree
-from kernelwheel.console import make_console, print_step
-from kernelwheel.errors import BuildFailed
 from kernelwheel.format.digests import make_digest
+from kernelwheel.format.variant_folder import collect_files
 from kernelwheel.format.variants import Arch, Backend, Torch, TorchStableAbi, Variant
-from kernelwheel.layout import collect_files
+from kernelwheel.io.atomic import check_writable_directory, replace_tree
+from kernelwheel.io.console import make_console, print_step
+from kernelwheel.io.errors import BuildFailed
 from tools.build.manifest import BuildManifest
 from tools.build.toolkit import backend_tag, nvcc_version
 

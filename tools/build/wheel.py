@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kernelwheel.atomic import check_writable_directory
-from kernelwheel.errors import BuildFailed
+from kernelwheel.io.atomic import check_writable_directory
+from kernelwheel.io.errors import BuildFailed
 
 ROOT = Path(__file__).resolve().parents[2]
 # The release target, not a guess: PyTorch builds its CUDA wheels in manylinux_2_28 images, so nothing older can

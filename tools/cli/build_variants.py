@@ -9,9 +9,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelwheel.arguments import path_argument
-from kernelwheel.console import make_console, print_error
-from kernelwheel.errors import ToolError
+from kernelwheel.cli.arguments import path_argument
+from kernelwheel.io.console import make_console, print_error
+from kernelwheel.io.errors import ToolError
 from tools.build.variants import ROOT, TorchEnv, build_variants
 
 

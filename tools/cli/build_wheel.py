@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from kernelwheel.arguments import path_argument
-from kernelwheel.console import make_console, print_error
-from kernelwheel.errors import ToolError
+from kernelwheel.cli.arguments import path_argument
+from kernelwheel.io.console import make_console, print_error
+from kernelwheel.io.errors import ToolError
 from tools.build.wheel import ABIS, DEFAULT_PLATFORM, ROOT, build
 
 

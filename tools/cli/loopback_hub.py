@@ -22,9 +22,9 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelwheel.arguments import check_repo_id_argument, path_argument
-from kernelwheel.console import make_console, print_error, print_step
-from kernelwheel.errors import ToolError
+from kernelwheel.cli.arguments import check_repo_id_argument, path_argument
+from kernelwheel.io.console import make_console, print_error, print_step
+from kernelwheel.io.errors import ToolError
 
 STARTUP_SECONDS = 60.0
 STOP_SECONDS = 10.0

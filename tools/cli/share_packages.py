@@ -19,9 +19,9 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from kernelwheel.arguments import path_argument
-from kernelwheel.console import make_console, print_error, print_step
-from kernelwheel.errors import ToolError
+from kernelwheel.cli.arguments import path_argument
+from kernelwheel.io.console import make_console, print_error, print_step
+from kernelwheel.io.errors import ToolError
 
 
 class NotShareable(ToolError):

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.errors import DigestMismatch, InvalidVariant
 from kernelwheel.format import digests
 from kernelwheel.format.digests import make_digest, verify_digest
-from kernelwheel.layout import collect_files
+from kernelwheel.format.variant_folder import collect_files
+from kernelwheel.io.errors import DigestMismatch, InvalidVariant
 
 
 def test_make_digest_is_what_verify_digest_checks(flat_repo: Path, tmp_path: Path) -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.errors import DigestMismatch, InvalidLockfile, InvalidVariantName
 from kernelwheel.format.digests import digest_violations, verify_digest
 from kernelwheel.format.lockfile import parse_lockfile
+from kernelwheel.format.variant_folder import collect_files, read_metadata
 from kernelwheel.format.variants import Variant
-from kernelwheel.layout import collect_files, read_metadata
+from kernelwheel.io.errors import DigestMismatch, InvalidLockfile, InvalidVariantName
 from tests.helpers import kernel_repos
 from tests.helpers.kernels_releases import RELEASES, ask
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from kernelwheel.errors import InvalidLockfile, InvalidVariant
 from kernelwheel.format import kernel_depends, python_depends
 from kernelwheel.format.digests import digest_violations
 from kernelwheel.format.kernel_depends import parse_kernel_info
 from kernelwheel.format.lockfile import parse_lockfile
 from kernelwheel.format.signer_policy import DEFAULT_SIGNERS
-from kernelwheel.layout import collect_files, read_metadata
+from kernelwheel.format.variant_folder import collect_files, read_metadata
+from kernelwheel.io.errors import InvalidLockfile, InvalidVariant
 from tests.helpers import kernel_repos
 from tests.helpers.kernels_releases import RELEASES, SUPPORTED_KERNELS, ask
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.errors import DigestMismatch, InvalidLockfile
 from kernelwheel.format.lockfile import (
     MAX_LOCKFILE_BYTES,
     VariantLock,
@@ -22,6 +21,7 @@ from kernelwheel.format.lockfile import (
     variant_hash,
     verify_variant,
 )
+from kernelwheel.io.errors import DigestMismatch, InvalidLockfile
 
 SHA = "d649efb56fb249ac8f7a57fa1866728ad0c60e52"
 HASH = "sha256-" + "ab" * 32

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from packaging.requirements import Requirement
 
-from kernelwheel.errors import InvalidVariant
 from kernelwheel.format.python_depends import depends_requirements, known_names, map_depends, read_depends
+from kernelwheel.io.errors import InvalidVariant
 from tests.helpers.kernels_releases import RELEASES, ask
 
 NAMES = ["einops", "helion", "tvm-ffi", "nvidia-cutlass-dsl", "onednn", "nki", "kepler-22b", "numpy>=2", "torch"]

@@ -14,14 +14,14 @@ from rich.console import Console
 from sigstore.models import TrustedRoot
 from sigstore.verify import Verifier
 
-from kernelwheel.convert import Options, convert
-from kernelwheel.errors import InvalidTrustSettings, InvalidVariant, SignatureInvalid
 from kernelwheel.format import signatures
 from kernelwheel.format.signatures import SignatureOptions, check_variant, verify_signature, workflow_signers
 from kernelwheel.format.signer_policy import DEFAULT_SIGNERS, WorkflowSigner
-from kernelwheel.layout import collect_files
-from kernelwheel.sources import local_source
-from kernelwheel.wheelfile import read_wheel
+from kernelwheel.format.variant_folder import collect_files
+from kernelwheel.hub.sources import local_source
+from kernelwheel.io.errors import InvalidTrustSettings, InvalidVariant, SignatureInvalid
+from kernelwheel.wheels.convert import Options, convert
+from kernelwheel.wheels.wheelfile import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.kernels_releases import RELEASES
 from tests.helpers.sigstore_fixtures import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from kernelwheel.errors import InvalidVariantName
 from kernelwheel.format.variants import Backend, Noarch, Torch, TorchStableAbi, TvmFfi, Variant
+from kernelwheel.io.errors import InvalidVariantName
 
 NAMES = [
     "torch29-cxx11-cu128-x86_64-linux",

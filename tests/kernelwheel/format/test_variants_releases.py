@@ -15,9 +15,9 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from kernelwheel.errors import InvalidVariantName
 from kernelwheel.format.variants import Backend, Noarch, Sdk, Torch, TorchStableAbi, Variant
-from kernelwheel.install import cuda_compatible
+from kernelwheel.index.install_plan import cuda_compatible
+from kernelwheel.io.errors import InvalidVariantName
 from tests.helpers.kernels_releases import RELEASES, ask
 
 NEWEST = RELEASES[-1]

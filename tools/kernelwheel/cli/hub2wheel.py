@@ -1,6 +1,6 @@
 """``hub2wheel``: repackage every build variant of a Hub kernel (or a local ``build/``) as wheels.
 
-The work is ``kernelwheel.convert``; where the ``build/`` tree comes from is ``kernelwheel.sources``.
+The work is ``kernelwheel.wheels.convert``; where the ``build/`` tree comes from is ``kernelwheel.hub.sources``.
 Wheel paths go to stdout, progress and errors to stderr. Exit codes (EXIT_CODES in the epilog): 0 every selected
 variant converted, 1 nothing converted or a fatal error, 2 a usage error, 3 some converted and some failed,
 130 Ctrl-C, 143 SIGTERM; stale temporaries of killed runs in --out are removed first (``atomic``).
@@ -16,26 +16,26 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kernelwheel import hub
-from kernelwheel.arguments import check_repo_id_argument, path_argument
-from kernelwheel.atomic import (
+from kernelwheel.cli import prog
+from kernelwheel.cli.arguments import add_trust_arguments, check_repo_id_argument, path_argument
+from kernelwheel.format.dependency import Dependency
+from kernelwheel.format.signatures import SignatureOptions
+from kernelwheel.hub import client as hub
+from kernelwheel.hub.sources import Source, dependency_source, hub_source, local_source, lock_sources
+from kernelwheel.hub.trust import TrustPolicy
+from kernelwheel.io.atomic import (
     Terminated,
     check_writable_directory,
     sigterm_exits,
     stale_temporary_owner,
     sweep_stale_temporaries,
 )
-from kernelwheel.cli import prog
-from kernelwheel.console import activity, make_console, print_error, print_skipped, print_step, print_warning
-from kernelwheel.convert import Options, Report, Source
-from kernelwheel.dependency_tree import convert_with_dependencies
-from kernelwheel.errors import ToolError
-from kernelwheel.format.dependency import Dependency
-from kernelwheel.format.signatures import SignatureOptions, add_trust_arguments
-from kernelwheel.naming import parse_version, validate_kernel_name
-from kernelwheel.selection import VariantFilter
-from kernelwheel.sources import dependency_source, hub_source, local_source, lock_sources
-from kernelwheel.trust import TrustPolicy
+from kernelwheel.io.console import activity, make_console, print_error, print_skipped, print_step, print_warning
+from kernelwheel.io.errors import ToolError
+from kernelwheel.wheels.convert import Options, Report
+from kernelwheel.wheels.dependency_tree import convert_with_dependencies
+from kernelwheel.wheels.naming import parse_version, validate_kernel_name
+from kernelwheel.wheels.selection import VariantFilter
 
 EPILOG = """\
 examples:

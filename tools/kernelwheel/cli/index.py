@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from kernelwheel.arguments import path_argument
 from kernelwheel.cli import prog
-from kernelwheel.console import make_console, print_error, print_step, print_warning
-from kernelwheel.errors import ToolError
+from kernelwheel.cli.arguments import path_argument
 from kernelwheel.index.writer import write_index
+from kernelwheel.io.console import make_console, print_error, print_step, print_warning
+from kernelwheel.io.errors import ToolError
 
 
 def _torch_minor(text: str) -> Version:

@@ -1,5 +1,5 @@
 """``kernelwheel install-command PROJECT --index-url URL``: print (or ``--run``) the pip/uv command that
-installs a project's wheel for the torch already installed, with torch pinned (``kernelwheel.install``).
+installs a project's wheel for the torch already installed, with torch pinned (``kernelwheel.index.install_plan``).
 
 A password is never printed. It may come from the URL (``http://reader:pw@host/simple/``) or, kept off the command
 line, from ``$KERNELWHEEL_INDEX_PASSWORD`` with ``http://reader@host/simple/``; either way the printed command (and
@@ -24,9 +24,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from kernelwheel.cli import prog
-from kernelwheel.console import make_console, print_error, print_step
-from kernelwheel.errors import ToolError, TorchNotInstalled
-from kernelwheel.install import (
+from kernelwheel.index.install_plan import (
     DEFAULT_DEADLINE_S,
     PASSWORD_ENV,
     Environment,
@@ -37,7 +35,9 @@ from kernelwheel.install import (
     shell_command,
     with_password,
 )
-from kernelwheel.urls import redact
+from kernelwheel.io.console import make_console, print_error, print_step
+from kernelwheel.io.errors import ToolError, TorchNotInstalled
+from kernelwheel.io.urls import redact
 
 _MAX_TIMEOUT_S = 86400  # beyond it the deadline's arithmetic overflows long before anyone waits that long
 

@@ -7,11 +7,11 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelwheel import hub
-from kernelwheel.arguments import check_repo_id_argument, path_argument
 from kernelwheel.cli import prog
-from kernelwheel.console import make_console, print_error
-from kernelwheel.errors import ToolError
+from kernelwheel.cli.arguments import check_repo_id_argument, path_argument
+from kernelwheel.hub import client as hub
+from kernelwheel.io.console import make_console, print_error
+from kernelwheel.io.errors import ToolError
 from kernelwheel.publish.git import GitTransport
 from kernelwheel.publish.hub import HubTransport
 from kernelwheel.publish.plan import Transport

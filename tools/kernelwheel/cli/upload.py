@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from kernelwheel.arguments import path_argument
 from kernelwheel.cli import prog
-from kernelwheel.console import make_console, print_error, print_step
-from kernelwheel.errors import ToolError
+from kernelwheel.cli.arguments import path_argument
+from kernelwheel.io.console import make_console, print_error, print_step
+from kernelwheel.io.errors import ToolError
 from kernelwheel.publish.upload import check_wheels, upload
 
 

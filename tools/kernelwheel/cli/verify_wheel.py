@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kernelwheel.cli import prog
-from kernelwheel.console import make_console, print_error, print_warning
-from kernelwheel.errors import InvalidWheel, SignatureMissing, ToolError
-from kernelwheel.format.signatures import SignatureOptions, add_trust_arguments, verify_package
-from kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
-from kernelwheel.limited_read import file_problem
-from kernelwheel.wheelfile import unpack_wheel
+from kernelwheel.cli.arguments import add_trust_arguments
+from kernelwheel.format.signatures import SignatureOptions, verify_package
+from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, check_relpath
+from kernelwheel.io.console import make_console, print_error, print_warning
+from kernelwheel.io.errors import InvalidWheel, SignatureMissing, ToolError
+from kernelwheel.io.limited_read import file_problem
+from kernelwheel.wheels.wheelfile import unpack_wheel
 
 
 def build_parser() -> argparse.ArgumentParser:

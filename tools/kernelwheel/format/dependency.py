@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelwheel.errors import ToolError
+from kernelwheel.io.errors import ToolError
 
 FIELDS = ("repo-id", "version", "revision")
 

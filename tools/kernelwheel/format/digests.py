@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kernelwheel import json_cache
-from kernelwheel.errors import DigestMismatch, InvalidVariant
-from kernelwheel.layout import SIGSTORE_BUNDLE, check_relpath
+from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, check_relpath
+from kernelwheel.io import json_cache
+from kernelwheel.io.errors import DigestMismatch, InvalidVariant
 
 _DIGEST_EXCLUDED = {"metadata.json", SIGSTORE_BUNDLE}
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from kernelwheel.errors import DigestMismatch, InvalidLockfile
 from kernelwheel.format.dependency import parse_dependency
-from kernelwheel.jsonload import loads_limited
-from kernelwheel.limited_read import read_limited
-from kernelwheel.repo_id import repo_id_problem
+from kernelwheel.format.repo_id import repo_id_problem
+from kernelwheel.io.errors import DigestMismatch, InvalidLockfile
+from kernelwheel.io.limited_read import read_limited
+from kernelwheel.io.untrusted_json import loads_limited
 
 HASH_TYPE = "git_lfs_concat"
 _SHA = re.compile(r"^[0-9a-f]{40}$")

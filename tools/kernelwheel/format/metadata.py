@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from kernelwheel.errors import InvalidVariant
+from kernelwheel.io.errors import InvalidVariant
 
 BuildLayout = Literal["files", "zip"]
 BUILD_LAYOUTS: tuple[BuildLayout, ...] = ("files", "zip")

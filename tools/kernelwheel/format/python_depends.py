@@ -24,7 +24,7 @@ from types import MappingProxyType
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from kernelwheel.errors import InvalidVariant
+from kernelwheel.io.errors import InvalidVariant
 
 # Projects whose requirement the conversion writes itself (naming.framework_requirement_for).
 FRAMEWORK_PROJECTS = frozenset({"torch"})

@@ -13,7 +13,6 @@ every other file (``kernelwheel.format.digests``).
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -23,14 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from kernelwheel.arguments import path_argument
-from kernelwheel.errors import (
-    DigestMismatch,
-    InvalidTrustSettings,
-    InvalidVariant,
-    SignatureInvalid,
-    SignatureMissing,
-)
 from kernelwheel.format.digests import verify_digest
 from kernelwheel.format.signer_policy import (
     DEFAULT_SIGNERS,
@@ -39,8 +30,15 @@ from kernelwheel.format.signer_policy import (
     signers_for,
     verification_policy,
 )
-from kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, read_metadata
-from kernelwheel.limited_read import read_limited
+from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, collect_files, read_metadata
+from kernelwheel.io.errors import (
+    DigestMismatch,
+    InvalidTrustSettings,
+    InvalidVariant,
+    SignatureInvalid,
+    SignatureMissing,
+)
+from kernelwheel.io.limited_read import read_limited
 
 if TYPE_CHECKING:  # sigstore is imported when a signature is checked (it takes ~1 s to import)
     from cryptography.x509 import Certificate
@@ -211,17 +209,6 @@ class SignatureOptions:
         self.signers()
         if self.trusted_root is not None:
             load_verifier(self.trusted_root, self.warn)
-
-
-def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--sigstore-trusted-root`` and ``--signer-workflow``, spelled the same in every command."""
-    parser.add_argument("--sigstore-trusted-root", type=path_argument, metavar="FILE",
-                        help="verify signatures against this Sigstore trusted_root.json (default: Sigstore's "
-                             "production root through TUF, as kernels)")
-    parser.add_argument("--signer-workflow", action="append", default=[], metavar="URI",
-                        help="accept signatures by this GitHub workflow, https://github.com/<org>/<repo>/.github/"
-                             "workflows/<file>.yaml@<ref> (repeatable; replaces the default list, kernels' own: "
-                             "the kernels-community build workflows)")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from typing import ClassVar, Literal
 
 from packaging.version import Version
 
-from kernelwheel.errors import InvalidVariantName
+from kernelwheel.io.errors import InvalidVariantName
 
 BackendKind = Literal["cuda", "rocm", "xpu", "cpu", "metal", "cann", "neuron", "tpu", "npu"]
 CxxAbi = Literal["cxx11", "cxx98"]

@@ -1,1 +1,3 @@
-"""A static PEP 503/658 index: wheels (what is indexed), pages (HTML), state (incremental runs), writer, client."""
+"""A package index, both ways: a static PEP 503/658 index written for a wheelhouse (wheels, pages, state, overlap,
+writer), and an index read (client) to plan an install that keeps torch (install_plan). Imports io/, format/, wheels/.
+"""

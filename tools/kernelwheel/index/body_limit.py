@@ -15,7 +15,7 @@ from typing import Any
 import requests
 from requests.adapters import HTTPAdapter
 
-from kernelwheel.errors import ToolError
+from kernelwheel.io.errors import ToolError
 
 TooLarge = Callable[[str], ToolError]  # the request's URL -> the error to raise
 

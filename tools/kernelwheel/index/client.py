@@ -52,8 +52,10 @@ from pypi_simple import (
     UnsupportedRepoVersionError,
 )
 
-from kernelwheel.answer_deadline import MIN_BYTES_PER_S, call_within
-from kernelwheel.errors import (
+from kernelwheel.index.body_limit import TooLarge, mount_body_limit
+from kernelwheel.index.wheels import metadata_bytes, torch_requirement_from
+from kernelwheel.io.answer_deadline import MIN_BYTES_PER_S, call_within
+from kernelwheel.io.errors import (
     DigestMismatch,
     IndexUnreachable,
     InvalidIndexUrl,
@@ -62,12 +64,10 @@ from kernelwheel.errors import (
     ToolError,
     one_line,
 )
-from kernelwheel.index.body_limit import TooLarge, mount_body_limit
-from kernelwheel.index.wheels import metadata_bytes, torch_requirement_from
-from kernelwheel.limited_read import read_limited
-from kernelwheel.naming import WheelName, labelled_torch
-from kernelwheel.urls import printable, redact, url_problem
-from kernelwheel.wheelfile import MAX_METADATA_BYTES
+from kernelwheel.io.limited_read import read_limited
+from kernelwheel.io.urls import printable, redact, url_problem
+from kernelwheel.wheels.naming import WheelName, labelled_torch
+from kernelwheel.wheels.wheelfile import MAX_METADATA_BYTES
 
 # Seconds, for every request: to connect, and between two reads of the answer (requests' timeout).
 _TIMEOUT_S = 30

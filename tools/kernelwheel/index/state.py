@@ -21,10 +21,10 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from kernelwheel.errors import InvalidIndexState, InvalidWheelName
 from kernelwheel.index.wheels import IndexedWheel
-from kernelwheel.limited_read import read_limited
-from kernelwheel.naming import WheelName
+from kernelwheel.io.errors import InvalidIndexState, InvalidWheelName
+from kernelwheel.io.limited_read import read_limited
+from kernelwheel.wheels.naming import WheelName
 
 STATE_FILE = ".index-state.json"
 LOCK_FILE = ".index.lock"

@@ -15,9 +15,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernelwheel.errors import InvalidWheel, ToolError, one_line
-from kernelwheel.naming import WheelName, is_distribution_name, labelled_torch, torch_minor
-from kernelwheel.wheelfile import MAX_METADATA_BYTES, UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, check_wheel
+from kernelwheel.io.errors import InvalidWheel, ToolError, one_line
+from kernelwheel.wheels.naming import WheelName, is_distribution_name, labelled_torch, torch_minor
+from kernelwheel.wheels.wheelfile import MAX_METADATA_BYTES, UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, check_wheel
 
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
 _MAX_PATCH = 99

@@ -37,8 +37,6 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from kernelwheel.atomic import sweep_stale_temporaries, write_atomic
-from kernelwheel.errors import IndexWriteFailed, InvalidWheel, ToolError
 from kernelwheel.index.overlap import overlapping_builds
 from kernelwheel.index.pages import project_page, root_page
 from kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
@@ -51,9 +49,11 @@ from kernelwheel.index.wheels import (
     sha256_file,
     torch_floor,
 )
-from kernelwheel.limited_read import read_limited
-from kernelwheel.naming import torch_label, torch_minor
-from kernelwheel.wheelfile import MAX_METADATA_BYTES
+from kernelwheel.io.atomic import sweep_stale_temporaries, write_atomic
+from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError
+from kernelwheel.io.limited_read import read_limited
+from kernelwheel.wheels.naming import torch_label, torch_minor
+from kernelwheel.wheels.wheelfile import MAX_METADATA_BYTES
 
 
 @dataclass

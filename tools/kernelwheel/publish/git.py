@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kernelwheel.console import print_step
-from kernelwheel.errors import PublishFailed
+from kernelwheel.io.console import print_step
+from kernelwheel.io.errors import PublishFailed
 from kernelwheel.publish.plan import BASE_BRANCH, Plan, RemoteRefs
 
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")

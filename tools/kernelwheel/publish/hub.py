@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from huggingface_hub.errors import RepositoryNotFoundError
 from rich.console import Console
 
-from kernelwheel.console import print_step
-from kernelwheel.errors import PublishFailed
+from kernelwheel.io.console import print_step
+from kernelwheel.io.errors import PublishFailed
 from kernelwheel.publish.plan import BASE_BRANCH, Plan, RemoteRefs, count
 
 if TYPE_CHECKING:

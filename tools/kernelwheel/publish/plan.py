@@ -11,8 +11,8 @@ from typing import Protocol
 from packaging.version import InvalidVersion, Version
 from rich.console import Console
 
-from kernelwheel.errors import InvalidReleaseVersion, RevisionNotFound, VersionExists
 from kernelwheel.format.variants import Variant
+from kernelwheel.io.errors import InvalidReleaseVersion, RevisionNotFound, VersionExists
 
 BASE_BRANCH = "main"
 

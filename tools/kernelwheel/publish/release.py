@@ -40,7 +40,7 @@ from rich.console import Console
 from rich.filesize import decimal
 from rich.markup import escape
 
-from kernelwheel.console import make_console, print_step
+from kernelwheel.io.console import make_console, print_step
 from kernelwheel.publish.plan import (
     BASE_BRANCH,
     Plan,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from kernelwheel.errors import InvalidBuildDir, InvalidVariant, InvalidVariantName, ToolError
 from kernelwheel.format.digests import verify_digest
+from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, collect_files, find_package, read_metadata
 from kernelwheel.format.variants import Variant
-from kernelwheel.layout import SIGSTORE_BUNDLE, collect_files, find_package, read_metadata
+from kernelwheel.io.errors import InvalidBuildDir, InvalidVariant, InvalidVariantName, ToolError
 from kernelwheel.publish.plan import StagedVariant
 
 _SIGSTORE = SIGSTORE_BUNDLE  # a detached signature: not covered by the digest, published when present

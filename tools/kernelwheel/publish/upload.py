@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from kernelwheel.errors import InvalidWheel, PublishFailed, ToolError
 from kernelwheel.index.client import check_url
 from kernelwheel.index.wheels import IndexedWheel, inspect_wheel, normalised_collisions
-from kernelwheel.limited_read import file_problem
-from kernelwheel.urls import redact
+from kernelwheel.io.errors import InvalidWheel, PublishFailed, ToolError
+from kernelwheel.io.limited_read import file_problem
+from kernelwheel.io.urls import redact
 
 
 def check_wheels(paths: Sequence[Path]) -> list[IndexedWheel]:
