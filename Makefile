@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test test-torch lint wheel install venv clean hub hub-stop
+.PHONY: demo test test-toolkit test-torch lint wheel install venv clean hub hub-stop
 
 # Build the extension into wheelhouse/, install it, and convert a bundled photograph.
 demo: install
@@ -16,6 +16,21 @@ demo: install
 test: install lint
 	$(PY) -m pytest
 	$(PY) -m pytest --img2gray-site dist/site-classic tests/test_ops.py tests/test_ops_cuda.py
+
+# The toolkit's tests alone (tests/kernelwheel, tests/cli), in a venv of their own without torch or img2gray:
+# kernelwheel as `pip install ./tools` gives it (editable, so edits count) plus requirements/test-toolkit.txt, two
+# pytest workers. Tests that need torch or the compiled op are left out by marker; `make test` runs them.
+TOOLKIT_VENV ?= .venv-toolkit
+test-toolkit: $(TOOLKIT_VENV)/.installed
+	$(TOOLKIT_VENV)/bin/python -m pytest -n 2 -m "not needs_torch and not needs_img2gray" tests/kernelwheel tests/cli
+
+$(TOOLKIT_VENV)/.installed: requirements/test-toolkit.txt tools/pyproject.toml
+	rm -rf $(TOOLKIT_VENV)
+	$(PYTHON) -m venv $(TOOLKIT_VENV)
+	$(TOOLKIT_VENV)/bin/pip install -q --upgrade pip
+	$(TOOLKIT_VENV)/bin/pip install -q -e ./tools -r requirements/test-toolkit.txt
+	! $(TOOLKIT_VENV)/bin/python -c 'import torch' 2>/dev/null  # the venv proves the toolkit needs no torch
+	touch $@
 
 # The stable wheel's op tests under another torch, in a venv of its own: by default torch 2.15.0 from PyPI (a CUDA
 # 13.2 build; CPU tests run anywhere). PIP_CONSTRAINT=/dev/null lifts a pip configuration that caps torch, for this
@@ -78,7 +93,7 @@ venv: $(VENV)/.installed
 
 # Set-up output goes to stderr: `eval "$$(make -s hub)"` reads the one line `make hub` prints on stdout.
 # The toolkit (tools/kernelwheel) is installed editable: its distribution is tools/pyproject.toml.
-$(VENV)/.installed: requirements/dev.txt tools/pyproject.toml
+$(VENV)/.installed: requirements/*.txt tools/pyproject.toml
 	$(PYTHON) -m venv $(VENV) >&2
 	$(PIP) install --upgrade pip >&2
 	$(PIP) install -r requirements/dev.txt >&2

@@ -1,7 +1,11 @@
-"""Shared fixtures: the wheels `make wheel` built, the build under test, and the devices the op is tested on.
+"""Shared fixtures: the wheels `make wheel` built, the build under test, and venvs with another torch.
 
 ``--img2gray-site DIR`` puts an unpacked build (``make install`` writes the classic one to
 dist/site-classic) first on ``sys.path``, so the same op tests run against it instead of the installed build.
+
+Nothing here imports torch or img2gray at import time: the toolkit's tests (tests/kernelwheel, tests/cli) also run in
+a venv that has neither (`make test-toolkit`), which selects them with ``-m "not needs_torch and not needs_img2gray"``.
+A test that uses a fixture below needing either is marked so here; a test that needs them otherwise says so itself.
 """
 
 from __future__ import annotations
@@ -9,10 +13,10 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pytest
-import torch
 
 from kernelwheel.wheels.naming import WheelName, torch_label, torch_minor
 from tests.helpers.repo import REPO_ROOT
@@ -37,16 +41,30 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.path.insert(0, str(site.resolve()))
 
 
+# Fixtures that need the compiled img2gray (the wheels `make wheel` wrote), or torch (this venv's, or one they install).
+_NEEDS_IMG2GRAY = {"classic_wheel"}
+_NEEDS_TORCH = {"classic_wheel", "torch213_base", "torch213_venv"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests in ``test_*_releases.py`` compare the toolkit with kernels releases: marked ``kernels_release`` so that
-    the upstream canary (.github/workflows/upstream-canary.yml) selects them with ``-m kernels_release``."""
+    the upstream canary (.github/workflows/upstream-canary.yml) selects them with ``-m kernels_release``. Tests using
+    a fixture of ``_NEEDS_IMG2GRAY`` or ``_NEEDS_TORCH`` get that marker."""
     for item in items:
         if item.path.name.startswith("test_") and item.path.stem.endswith("_releases"):
             item.add_marker(pytest.mark.kernels_release)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & _NEEDS_IMG2GRAY:
+            item.add_marker(pytest.mark.needs_img2gray)
+        if fixtures & _NEEDS_TORCH:
+            item.add_marker(pytest.mark.needs_torch)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    import img2gray
+    try:
+        import img2gray
+    except ImportError:
+        return "img2gray: not installed here (the toolkit's tests need neither it nor torch)"
 
     info = img2gray.build_info()
     location = Path(img2gray.__file__).parent
@@ -56,8 +74,15 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"img2gray {img2gray.__version__}: {info.abi} ABI, {info.backend}, built with torch {info.torch} ({location})"
 
 
+def _torch_version() -> str:
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        pytest.fail("this test needs torch installed in the venv that runs the tests (it is marked needs_torch)")
+
+
 def _classic_wheels() -> list[Path]:
-    minor = torch_minor(torch.__version__)
+    minor = torch_minor(_torch_version())
     return [
         p
         for p in sorted(WHEELHOUSE.glob("img2gray_*.whl"))
@@ -88,17 +113,9 @@ def classic_wheel() -> Path:
     """The repaired classic wheel for the running torch, as `make wheel` writes it into wheelhouse/."""
     wheels = _classic_wheels()
     if len(wheels) != 1:
-        pytest.fail(f"expected one img2gray wheel for torch {torch.__version__} in {WHEELHOUSE}, found "
+        pytest.fail(f"expected one img2gray wheel for torch {_torch_version()} in {WHEELHOUSE}, found "
                     f"{[p.name for p in wheels]}: run `make wheel` (or `make test`, which builds it)")
     return wheels[0]
-
-
-def _devices() -> list[object]:
-    cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="requires a CUDA GPU")
-    return ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, cuda])]
-
-
-DEVICES = _devices()
 
 
 # Besides torch: what tests/test_ops.py needs, so the op tests can run in this venv too.

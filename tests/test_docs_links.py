@@ -101,6 +101,17 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert "make test" in (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
+# A path into the tree that the docs name in prose (`tools/kernelwheel/wheels/elf.py`, `tests/cli/test_upload.py`).
+SOURCE_PATH = re.compile(r"\b((?:tools|tests|benchmarks|python|csrc|cmake)/[\w./-]+\.(?:py|md|toml|sh|json|h|cpp|cu))\b")
+
+
+@pytest.mark.parametrize("page", [*PAGES, REPO_ROOT / "tools" / "README.md"], ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_every_source_path_the_docs_name_exists(page: Path) -> None:
+    """Modules and tests move (kernelwheel's layers): a page naming a file that is no longer there misleads."""
+    named = set(SOURCE_PATH.findall(page.read_text(encoding="utf-8")))
+    assert sorted(p for p in named if not (REPO_ROOT / p).exists()) == []
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_facts_are_dated_by_commit_and_host(page: Path) -> None:
     """Measurements name the commit, the host and the date, not the round of work that made them."""

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from kernelwheel.wheels.naming import WheelName
-from kernelwheel.wheels.wheelfile import read_wheel, rename_wheel, write_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
+from kernelwheel.wheels.wheel_writer import rename_wheel, write_wheel
 from tests.conftest import stable_wheels
 
 

@@ -18,9 +18,15 @@ import torch
 from PIL import Image
 
 import img2gray
-from tests.conftest import DEVICES
 from tests.helpers.repo import REPO_ROOT
 
+
+def _devices() -> list[object]:
+    cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="requires a CUDA GPU")
+    return ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, cuda])]
+
+
+DEVICES = _devices()
 FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 ALL_DTYPES = [torch.uint8, *FLOAT_DTYPES]
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from kernelwheel.wheels.naming import WheelName
-from kernelwheel.wheels.wheelfile import read_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
 from tests.conftest import WHEELHOUSE, stable_wheels
 from tests.helpers.elf import demangled, dynamic_symbols, extracted_library
 from tests.helpers.repo import REPO_ROOT

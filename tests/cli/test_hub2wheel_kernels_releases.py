@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.wheels.wheelfile import read_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.hub_fixtures import HubRepos, pip_install_by_name
 from tests.helpers.kernels_releases import RELEASES, installed_kernels, toolkit_python
@@ -80,6 +80,7 @@ def relu_plus_wheels(hub_repos: HubRepos, tmp_path_factory: pytest.TempPathFacto
     return wheelhouse
 
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("release", RELEASES)
 def test_a_kernel_depends_pair_installs_and_imports_with_each_release(release: str, relu_plus_wheels: Path,
                                                                      tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ from packaging.version import Version
 
 from kernelwheel.index.state import STATE_FILE
 from kernelwheel.wheels.naming import WheelName
-from kernelwheel.wheels.wheelfile import MAX_METADATA_BYTES, WheelContents, build_metadata, write_wheel
+from kernelwheel.wheels.wheel_contents import WheelContents
+from kernelwheel.wheels.wheel_reader import MAX_METADATA_BYTES
+from kernelwheel.wheels.wheel_writer import build_metadata, write_wheel
 from tests.helpers import standin_wheels as standin
 from tests.helpers.peak_rss import run_with_peak_mib
 from tests.helpers.repo import REPO_ROOT
@@ -80,6 +82,7 @@ def builds(tmp_path: Path) -> Path:
     return house
 
 
+@pytest.mark.needs_torch  # plans for this interpreter, whose torch decides the wheel
 def test_install_command_announces_the_build_pip_installs(builds: Path, tmp_path: Path) -> None:
     indexed = _tool("tools.cli.index", str(builds))
     assert indexed.returncode == 0, indexed.stderr

@@ -28,7 +28,8 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from kernelwheel.cli import hub2wheel
-from kernelwheel.index.install_plan import Environment, plan_install
+from kernelwheel.index.install_plan import plan_install
+from kernelwheel.index.target_environment import Environment
 from kernelwheel.index.writer import write_index
 from kernelwheel.io.errors import NoCompatibleWheel
 from kernelwheel.wheels.naming import WheelName, labelled_torch, torch_label
@@ -38,10 +39,15 @@ from tests.helpers.pypiserver import pypiserver as run_pypiserver
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import free_port, serving
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.needs_torch]  # every install here is checked against a real torch
 PROJECT = "img2gray-cu130"
 PYPI = "https://pypi.org/simple"
-TORCH = importlib.metadata.version("torch")  # what the fresh venvs get: the suite's own torch (2.14.1)
+
+
+def suite_torch() -> str:
+    """What the fresh venvs get: the torch of the venv that runs the tests (2.14.1)."""
+    return importlib.metadata.version("torch")
+
 _TIMEOUT_S = 300
 
 _RUN_OP = """
@@ -91,7 +97,7 @@ def installer_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def uv() -> str:
     found = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
-    assert Path(found).exists(), "uv is missing: it is listed in requirements/dev.txt"
+    assert Path(found).exists(), "uv is missing: it is listed in requirements/test-toolkit.txt"
     return found
 
 
@@ -117,7 +123,7 @@ def torch_requirements(tmp_path_factory: pytest.TempPathFactory) -> Path:
     report = folder / "report.json"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--report",
-         str(report), f"torch=={TORCH}"],
+         str(report), f"torch=={suite_torch()}"],
         check=True, timeout=_TIMEOUT_S, capture_output=True,
     )  # fmt: skip
     lines = [
@@ -137,7 +143,7 @@ def _fresh_venv(path: Path, *, with_pip: bool, uv: str, torch_requirements: Path
     python = path / "bin" / "python"
     _run([uv, "pip", "install", "--python", str(python), "--no-deps", "--link-mode", "hardlink",
           "-r", str(torch_requirements)], env={**env, "UV_NO_CONFIG": "1"})  # fmt: skip
-    assert torch_state(python)["version"] == TORCH
+    assert torch_state(python)["version"] == suite_torch()
     return python
 
 
@@ -260,7 +266,7 @@ def _assert_installed_and_runs(python: Path, wheel: Path, before: dict[str, str]
                      env=dict(os.environ)).stdout.strip()  # fmt: skip
     assert installed == str(WheelName.parse(wheel.name).version)
     assert torch_state(python) == before, "torch changed"
-    assert str(result["torch"]).startswith(TORCH)
+    assert str(result["torch"]).startswith(suite_torch())
 
 
 # ---------------------------------------------------------------------------------------------------- tests
@@ -330,7 +336,7 @@ def test_pip_install_by_name_from_pypiserver_keeps_torch(
     plan = plan_install(f"{uploaded}/simple/", PROJECT, Environment.probe(str(pip_venv)), installer="pip",
                         extra_index_urls=[PYPI])  # fmt: skip
     assert plan.wheel.filename == wheels["target"][0].name
-    assert plan.torch_pin == f"torch=={TORCH}"
+    assert plan.torch_pin == f"torch=={suite_torch()}"
     _run(plan.argv, env=installer_env)
     _assert_installed_and_runs(pip_venv, wheels["target"][0], before)
 
@@ -352,7 +358,7 @@ def test_pip_install_by_name_from_static_torch_index_keeps_torch(
     """The README's pip command, typed by hand: sub-index + PyPI as extra index + the torch pin."""
     before = _uninstalled(pip_venv, uv, installer_env)
     _run([str(pip_venv), "-m", "pip", "install", "--index-url", f"{static_index}/simple/torch2.14/",
-          "--extra-index-url", PYPI, PROJECT, f"torch=={TORCH}"], env=installer_env)  # fmt: skip
+          "--extra-index-url", PYPI, PROJECT, f"torch=={suite_torch()}"], env=installer_env)  # fmt: skip
     _assert_installed_and_runs(pip_venv, wheels["target"][0], before)
 
 
@@ -367,7 +373,7 @@ def test_uv_project_config_with_an_explicit_index_keeps_torch(
 name = "my-app"
 version = "0.1.0"
 requires-python = ">=3.10"
-dependencies = ["{PROJECT}", "torch=={TORCH}"]
+dependencies = ["{PROJECT}", "torch=={suite_torch()}"]
 
 [tool.uv.sources]
 {PROJECT} = {{ index = "img2gray" }}
@@ -391,20 +397,20 @@ def test_missing_torch_combination_is_a_clear_error_not_a_torch_reinstall(
 
     with pytest.raises(NoCompatibleWheel) as caught:
         plan_install(decoys, PROJECT, Environment.probe(str(pip_venv)), extra_index_urls=[PYPI])
-    assert f"{PROJECT} has no wheel for torch {TORCH}" in str(caught.value)
+    assert f"{PROJECT} has no wheel for torch {suite_torch()}" in str(caught.value)
     assert "this index has builds for torch 2.13, 2.15" in str(caught.value)
 
     # Typed by hand with the documented pin, both installers refuse instead of replacing torch.
     pip = _run([str(pip_venv), "-m", "pip", "install", "--index-url", decoys, "--extra-index-url", PYPI,
-                PROJECT, f"torch=={TORCH}"], env=installer_env, check=False)  # fmt: skip
+                PROJECT, f"torch=={suite_torch()}"], env=installer_env, check=False)  # fmt: skip
     assert pip.returncode != 0
-    assert "ResolutionImpossible" in pip.stderr and f"The user requested torch=={TORCH}" in pip.stdout + pip.stderr
+    assert "ResolutionImpossible" in pip.stderr and f"The user requested torch=={suite_torch()}" in pip.stdout + pip.stderr
     uvr = _run([uv, "pip", "install", "--python", str(uv_venv), "--index-url", decoys, "--extra-index-url", PYPI,
-                PROJECT, f"torch=={TORCH}"], env=installer_env, check=False)  # fmt: skip
+                PROJECT, f"torch=={suite_torch()}"], env=installer_env, check=False)  # fmt: skip
     assert uvr.returncode != 0 and "No solution found" in uvr.stderr
     # Through the per-torch sub-index the combination does not exist at all.
     sub = _run([str(pip_venv), "-m", "pip", "install", "--index-url", f"{static_index}/decoys/simple/torch2.14/",
-                PROJECT, f"torch=={TORCH}"], env=installer_env, check=False)  # fmt: skip
+                PROJECT, f"torch=={suite_torch()}"], env=installer_env, check=False)  # fmt: skip
     assert sub.returncode != 0 and f"No matching distribution found for {PROJECT}" in sub.stderr
     for python, state in before.items():
         assert torch_state(python) == state
@@ -422,7 +428,7 @@ def test_control_without_the_pin_pip_would_replace_torch(
         pytest.skip(f"PyPI not reachable or has no other torch for this Python: {result.stderr[-300:]}")
     chosen = {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
     assert chosen[PROJECT] == "0.2.0+torch2.13"
-    assert not chosen["torch"].startswith(TORCH)
+    assert not chosen["torch"].startswith(suite_torch())
 
 
 @pytest.fixture(scope="module")

@@ -61,6 +61,7 @@ def published_files(build: Path) -> dict[str, bytes]:
 # --- source → Hub → wheel → pip → op --------------------------------------------------------------------------
 
 
+@pytest.mark.needs_torch
 @pytest.mark.slow
 def test_round_trip_source_hub_wheel_pip(tmp_path: Path, so_cache: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:

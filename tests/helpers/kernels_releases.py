@@ -16,6 +16,7 @@ venvs):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -53,10 +54,18 @@ def ask(release: str, module: str, function: str, payload: Any = None) -> Any:
 
 
 def toolkit_python(release: str) -> Path:
-    """An interpreter that sees this environment's packages, with ``kernels==release`` installed over them."""
-    venv = REPO_ROOT / f".venv-toolkit-kernels-{release}"
-    marker = venv / ".kernels-release"
+    """An interpreter that sees this environment's packages, with ``kernels==release`` installed over them: one venv
+    per release and per environment that runs the tests (`make test`'s and `make test-toolkit`'s), made once."""
+    from filelock import FileLock  # pytest's workers (-n 2) wait for the one that makes it
+
     shared = sysconfig.get_paths()["purelib"]
+    venv = REPO_ROOT / f".venv-toolkit-kernels-{release}-{hashlib.sha256(shared.encode()).hexdigest()[:8]}"
+    with FileLock(f"{venv}.lock"):
+        return _toolkit_python(venv, release, shared)
+
+
+def _toolkit_python(venv: Path, release: str, shared: str) -> Path:
+    marker = venv / ".kernels-release"
     # and the shared environment's editable installs (kernelwheel), which fresh_venv starts in the venv
     editables = " ".join(sorted(p.name for p in Path(shared).glob("__editable__*.pth")))
     wanted = f"{release}\n{shared}\n{editables}"

@@ -1,4 +1,4 @@
-"""Stand-in ``img2gray-cu130`` wheels for index tests, written by ``tools.wheelfile.write_wheel``.
+"""Stand-in ``img2gray-cu130`` wheels for index tests, written by ``kernelwheel.wheels.wheel_writer.write_wheel``.
 
 They follow the real naming scheme (``0.1.0+torch2.14``, ``Requires-Dist: torch==2.14.*``,
 ``cp39-abi3-manylinux_2_28_x86_64``) but hold a pure-Python ``img2gray`` package, so they are cheap to
@@ -15,7 +15,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from kernelwheel.wheels.naming import WheelName, kernel_version, torch_requirement
-from kernelwheel.wheels.wheelfile import WheelContents, build_metadata, write_wheel
+from kernelwheel.wheels.wheel_contents import WheelContents
+from kernelwheel.wheels.wheel_writer import build_metadata, write_wheel
 
 DISTRIBUTION = "img2gray-cu130"
 TAGS = ("cp39", "abi3", "manylinux_2_28_x86_64")

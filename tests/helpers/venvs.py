@@ -16,8 +16,15 @@ from tests.helpers.repo import REPO_ROOT
 
 
 def helper_venv(name: str, *requirements: str) -> Path:
-    """``REPO_ROOT/<name>`` with ``requirements`` installed (created once; a marker file records the set)."""
-    venv = REPO_ROOT / name
+    """``REPO_ROOT/<name>`` with ``requirements`` installed (created once; a marker file records the set). A lock
+    beside it makes pytest's workers (``-n 2``) wait for the one that creates it instead of creating it twice."""
+    from filelock import FileLock  # here: conftest imports this module in venvs that may lack it
+
+    with FileLock(str(REPO_ROOT / f"{name}.lock")):
+        return _helper_venv(REPO_ROOT / name, requirements)
+
+
+def _helper_venv(venv: Path, requirements: tuple[str, ...]) -> Path:
     marker = venv / ".requirements"
     wanted = "\n".join(requirements)
     if marker.exists() and marker.read_text() == wanted:

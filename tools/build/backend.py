@@ -3,7 +3,7 @@
 PEP 621 forbids a dynamic ``name``, so pyproject.toml cannot say ``img2gray-cu130`` on a CUDA 13.0 toolchain
 and ``img2gray-cu128`` on a 12.8 one. CMake records what it actually compiled with in
 ``img2gray/_build_info.json``; this wrapper reads that file from the finished wheel and rewrites the wheel
-through ``kernelwheel.wheels.naming`` / ``kernelwheel.wheels.wheelfile``:
+through ``kernelwheel.wheels.naming`` / ``kernelwheel.wheels.wheel_reader`` and ``wheel_writer``:
 
 * distribution ``img2gray-<backend>`` (``cu130``, ``cu128``, ``cpu``), import name unchanged;
 * version ``<build.toml version>+torch<X.Y>`` and ``Requires-Dist: torch==X.Y.*`` for the classic ABI
@@ -24,10 +24,13 @@ from typing import Any, Optional
 from packaging.version import Version
 from scikit_build_core import build as _skbuild
 
-from kernelwheel.format.variants import Arch, Backend, Torch, TorchStableAbi, Variant
+from kernelwheel.format.variant_pieces import Arch, Backend, Torch, TorchStableAbi
+from kernelwheel.format.variants import Variant
 from kernelwheel.io.errors import InvalidWheel
 from kernelwheel.wheels.naming import framework_requirement_for, torch_minor, wheel_name_for
-from kernelwheel.wheels.wheelfile import WheelContents, build_metadata, read_wheel, rename_wheel, write_wheel
+from kernelwheel.wheels.wheel_contents import WheelContents
+from kernelwheel.wheels.wheel_reader import read_wheel
+from kernelwheel.wheels.wheel_writer import build_metadata, rename_wheel, write_wheel
 
 ConfigSettings = Optional[dict[str, Any]]
 

@@ -34,7 +34,8 @@ from rich.markup import escape
 
 from kernelwheel.format.digests import make_digest
 from kernelwheel.format.variant_folder import collect_files
-from kernelwheel.format.variants import Arch, Backend, Torch, TorchStableAbi, Variant
+from kernelwheel.format.variant_pieces import Arch, Backend, Torch, TorchStableAbi
+from kernelwheel.format.variants import Variant
 from kernelwheel.io.atomic import check_writable_directory, replace_tree
 from kernelwheel.io.console import make_console, print_step
 from kernelwheel.io.errors import BuildFailed

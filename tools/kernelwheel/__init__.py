@@ -5,72 +5,85 @@ Layers, lowest first; a module imports its own layer and the ones before it, nev
 
 io/       the small helpers everything may use: errors, atomic writes, limited reads, JSON, console, URLs, deadlines
 format/   the Hub kernel format: variant names, a variant's folder, metadata.json, digests, signatures, depends, locks
-hub/      the Hub: its client, the background fetch, the trusted-publisher gate, revision probes; sources to convert
-wheels/   a source's variants → wheels: selection, the ELF check, naming and tags, the entry package, the writer
-index/    a static PEP 503/658 index: wheels, pages, state, writer; the reading client and the install plan
+hub/      the Hub: settings, client, versions, background fetch, publisher gate, revision probes; sources to convert
+wheels/   a source's variants → wheels: selection, each variant checked, its wheel planned (naming, tags), the writer
+index/    a static PEP 503/658 index: wheels, pages, state, writer; the reading client, the target and the install plan
 publish/  build/<variant>/ folders → a Hub (or git) version; wheels → a package index (twine)
 cli/      the commands, one module each, and their argparse helpers; a command imports libraries, never a command
 
 One line per module:
 
-__main__                   ``python -m kernelwheel <command>``
-io/answer_deadline         one deadline for each whole network answer, however slowly a server sends it
-io/atomic                  the one atomic writer: a file or folder appears complete under its final name, or not at all
-io/console                 how commands talk to people: rich on stderr, escaped, live progress only on a terminal
-io/errors                  the exceptions for problems a user can act on
-io/json_cache              run-to-run caches kept as one JSON file each
-io/limited_read            reading a small file the user named or the toolkit found, within limits
-io/untrusted_json          JSON from untrusted files, within limits checked before json.loads
-io/urls                    URLs a user gives: why one cannot be used, and how to show one without its password
-format/build_ids           one metadata.json ``id``, one build (kernels 0.19.1's rule)
-format/dependency          a kernel dependency as kernel-depends and locks write it (repo-id + version or revision)
-format/digests             metadata.json's per-file digests: written (kernel-builder's hash step) and verified
-format/kernel_depends      kernel-depends, id and kernels-minver as kernels reads them, and the kernels requirement
-format/lockfile            kernels.lock files, in both formats kernels has written
-format/metadata            the metadata.json keys that changed meaning in kernels 0.19 (build-layout, backend.type)
-format/python_depends      python-depends (logical names) → Requires-Dist lines, through kernels' own mapping
-format/repo_id             Hub repository ids as kernels uses them, checked by huggingface_hub's own rules
-format/signatures          metadata.json.sigstore verified as kernels verifies it
-format/signer_policy       who may sign a variant's metadata.json, kept as data, and the Sigstore policy built from it
-format/variant_folder      a build variant's folder: its files (safely), its metadata.json and its Python package
-format/variants            build-variant names (both grammars) as typed values
-hub/background_fetch       a revision's build/ files fetched in the background: conversion starts before it ends
-hub/client                 the Hugging Face Hub: version → commit, and fetching build/<variant>/ files
-hub/ref_listing            the tags and branches of a Hub repository as last listed, and the release tag of a commit
-hub/revision_probe         which commit a branch or tag is at, asked with one HEAD through the standard library
-hub/sources                ``Source``, the conversion's input: a local folder, a Hub revision or version, a lock
-hub/trust                  trusted kernel publishers: the gate for Hub repositories, applied before anything is fetched
-wheels/convert             the pipeline: a source's variants, each checked on its own, planned and written as wheels
-wheels/dependency_tree     a kernel with its kernel-depends: every dependency first, once per run, no cycles
-wheels/dependency_wheels   the wheels a kernel's kernel-depends became, and the Requires-Dist lines pointing at them
-wheels/elf                 what a kernel's .so files require (CPU, symbol versions, Python ABI), and so its wheel tags
-wheels/entry_package       the entry package of a wheel whose build must not be imported directly
-wheels/entry_runtime       what such an entry package runs when its kernel is imported (copied into the wheels)
-wheels/naming              the one place that spells distribution names, versions, requirements and wheel tags
-wheels/noarch              noarch variants: one wheel when they are the same build, one per backend otherwise
-wheels/selection           which build variants become wheels in this run, with a reason for every one that does not
-wheels/wheelfile           reading and writing wheel files: reproducible, streamed, written atomically
-wheels/zip_layout          a variant in kernels 0.19's "zip" build layout, turned into an ordinary package's files
-index/body_limit           HTTP answers read with a byte limit: what an index may make this tool hold in memory
-index/client               reading a package index: a project's wheel links and metadata over http(s) or file://
-index/install_plan         the install that cannot change torch: the wheel for the installed torch, or why none fits
-index/overlap              builds of one version that one machine would accept both of
-index/pages                the HTML of a PEP 503 index: project pages with PEP 658/714 attributes, root pages
-index/state                simple/.index-state.json (what the last run wrote) and the lock that serialises runs
-index/wheels               what the index needs to know about one wheel, read and validated once
-index/writer               a static private index for a wheelhouse, with one sub-index per torch minor
-publish/git                a git repository (path or URL) as the Hub repository
-publish/hub                a Hub repository through huggingface_hub's HfApi
-publish/plan               what a publish writes (branch v<major>, tag v<version>, the staged variants) and its checks
-publish/release            publish a kernel's build/<variant>/ folders under a version: branch + tag
-publish/staging            a build folder checked and copied aside: exactly the bytes that will be published
-publish/upload             wheels checked, then uploaded to a package index that takes uploads (twine)
-cli/arguments              argparse helpers shared by the commands
-cli/dispatch               ``kernelwheel <command>``: runs one command; ``kernelwheel --help`` lists them
-cli/hub2wheel              ``hub2wheel`` (``kernelwheel convert``): a Hub kernel's build variants → wheels
-cli/index                  ``kernelwheel index``: a static index for a wheelhouse
-cli/install_command        ``kernelwheel install-command``: the pip/uv command that keeps torch
-cli/publish                ``kernelwheel publish``: build/<variant>/ folders → a Hub repository under a version
-cli/upload                 ``kernelwheel upload``: wheels checked, then uploaded with twine
-cli/verify_wheel           ``kernelwheel verify``: re-verify a wheel hub2wheel wrote from a signed variant
+__main__                    ``python -m kernelwheel <command>``
+io/answer_deadline          one deadline for each whole network answer, however slowly a server sends it
+io/atomic                   the one atomic writer: a file or folder appears complete under its final name, or not at all
+io/console                  how commands talk to people: rich on stderr, escaped, live progress only on a terminal
+io/errors                   the exceptions for problems a user can act on
+io/json_cache               run-to-run caches kept as one JSON file each
+io/limited_read             reading a small file the user named or the toolkit found, within limits
+io/untrusted_json           JSON from untrusted files, within limits checked before json.loads
+io/urls                     URLs a user gives: why one cannot be used, and how to show one without its password
+format/build_ids            one metadata.json ``id``, one build (kernels 0.19.1's rule)
+format/dependency           a kernel dependency as kernel-depends and locks write it (repo-id + version or revision)
+format/digests              metadata.json's per-file digests: written (kernel-builder's hash step) and verified
+format/kernel_depends       kernel-depends, id and kernels-minver as kernels reads them, and the kernels requirement
+format/lockfile             kernels.lock files, in both formats kernels has written
+format/metadata             the metadata.json keys that changed meaning in kernels 0.19 (build-layout, backend.type)
+format/python_depends       python-depends (logical names) → Requires-Dist lines, through kernels' own mapping
+format/repo_id              Hub repository ids as kernels uses them, checked by huggingface_hub's own rules
+format/signatures           metadata.json.sigstore verified as kernels verifies it
+format/signer_policy        who may sign a variant's metadata.json, kept as data, and the Sigstore policy built from it
+format/variant_folder       a build variant's folder: its files (safely), its metadata.json and its Python package
+format/variant_grammars     the two build-variant name grammars (legacy and kernels 0.19's), each read into typed pieces
+format/variant_pieces       a build-variant name's pieces as typed values: framework, backend, arch, Python, noarch, SDK
+format/variants             a build-variant name as one typed value (``Variant``), parsed in either grammar
+hub/background_fetch        a revision's build/ files fetched in the background: conversion starts before it ends
+hub/client                  the Hugging Face Hub: build/<variant>/ files fetched (snapshot_download), a commit's date
+hub/recorded_snapshots      complete snapshots recorded online: a rerun skips the download while they are cached
+hub/ref_listing             the tags and branches of a Hub repository as last listed, and the release tag of a commit
+hub/revision_probe          which commit a branch or tag is at, asked with one HEAD through the standard library
+hub/settings                the Hub's environment as huggingface_hub reads it, and where its caches keep each file
+hub/sources                 ``Source``, the conversion's input: a local folder, a Hub revision or version, a lock
+hub/trust                   trusted kernel publishers: the gate for Hub repositories, applied before anything is fetched
+hub/versions                version tags and branches (v1.2.3, v1): listed, recorded, matched to --version
+wheels/checked_variant      the pipeline's check: one variant's folder (files, lock, signature, metadata, digests, ELF)
+wheels/convert              the pipeline's run: a source's variants, each checked on its own, planned, written as wheels
+wheels/dependency_tree      a kernel with its kernel-depends: every dependency first, once per run, no cycles
+wheels/dependency_wheels    the wheels a kernel's kernel-depends became, and the Requires-Dist lines pointing at them
+wheels/elf                  what a kernel's .so files require (CPU, symbol versions, Python ABI), and so its wheel tags
+wheels/entry_package        the entry package of a wheel whose build must not be imported directly
+wheels/entry_runtime        what such an entry package runs when its kernel is imported (copied into the wheels)
+wheels/naming               the one place that spells distribution names, versions, requirements and wheel tags
+wheels/noarch               noarch variants: one wheel when they are the same build, one per backend otherwise
+wheels/selection            which build variants become wheels in this run, with a reason for every one that does not
+wheels/wheel_contents       a wheel as this package holds it: name, METADATA and files (bytes, or paths to stream)
+wheels/wheel_plan           the pipeline's plan: the wheel a checked variant becomes (name, tags, requirements, files)
+wheels/wheel_reader         reading wheel files: every file checked against its RECORD hash, streamed, within limits
+wheels/wheel_writer         writing wheel files: reproducible, streamed, written atomically, left alone if unchanged
+wheels/zip_layout           a variant in kernels 0.19's "zip" build layout, turned into an ordinary package's files
+index/body_limit            HTTP answers read with a byte limit: what an index may make this tool hold in memory
+index/client                reading a package index: a project's wheel links and metadata over http(s) or file://
+index/core_metadata         a candidate wheel's core metadata, checked against its name and wheel; the torch it requires
+index/install_command_line  the install command printed and run: no password on a command line, quoted for a shell
+index/install_plan          the install that cannot change torch: the wheel for the installed torch, or why none fits
+index/overlap               builds of one version that one machine would accept both of
+index/pages                 the HTML of a PEP 503 index: project pages with PEP 658/714 attributes, root pages
+index/state                 simple/.index-state.json (what the last run wrote) and the lock that serialises runs
+index/target_environment    the target's interpreter and torch (probed, never imported); kernels' CUDA/ROCm rules
+index/wheel_download        a wheel an index links to, as a file: hashed as it arrives, within a size cap and a deadline
+index/wheels                what the index needs to know about one wheel, read and validated once
+index/writer                a static private index for a wheelhouse, with one sub-index per torch minor
+publish/git                 a git repository (path or URL) as the Hub repository
+publish/hub                 a Hub repository through huggingface_hub's HfApi
+publish/plan                what a publish writes (branch v<major>, tag v<version>, the staged variants) and its checks
+publish/release             publish a kernel's build/<variant>/ folders under a version: branch + tag
+publish/staging             a build folder checked and copied aside: exactly the bytes that will be published
+publish/upload              wheels checked, then uploaded to a package index that takes uploads (twine)
+cli/arguments               argparse helpers shared by the commands
+cli/dispatch                ``kernelwheel <command>``: runs one command; ``kernelwheel --help`` lists them
+cli/hub2wheel               ``hub2wheel`` (``kernelwheel convert``): a Hub kernel's build variants → wheels
+cli/index                   ``kernelwheel index``: a static index for a wheelhouse
+cli/install_command         ``kernelwheel install-command``: the pip/uv command that keeps torch
+cli/publish                 ``kernelwheel publish``: build/<variant>/ folders → a Hub repository under a version
+cli/upload                  ``kernelwheel upload``: wheels checked, then uploaded with twine
+cli/verify_wheel            ``kernelwheel verify``: re-verify a wheel hub2wheel wrote from a signed variant
 """

@@ -21,7 +21,7 @@ from kernelwheel.format.variant_folder import collect_files
 from kernelwheel.hub.sources import local_source
 from kernelwheel.io.errors import InvalidTrustSettings, InvalidVariant, SignatureInvalid
 from kernelwheel.wheels.convert import Options, convert
-from kernelwheel.wheels.wheelfile import read_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.kernels_releases import RELEASES
 from tests.helpers.sigstore_fixtures import (

@@ -15,8 +15,9 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from kernelwheel.format.variants import Backend, Noarch, Sdk, Torch, TorchStableAbi, Variant
-from kernelwheel.index.install_plan import cuda_compatible
+from kernelwheel.format.variant_pieces import Backend, Noarch, Sdk, Torch, TorchStableAbi
+from kernelwheel.format.variants import Variant
+from kernelwheel.index.target_environment import cuda_compatible
 from kernelwheel.io.errors import InvalidVariantName
 from tests.helpers.kernels_releases import RELEASES, ask
 

@@ -11,6 +11,8 @@ import pytest
 
 from kernelwheel.hub import background_fetch, sources
 from kernelwheel.hub import client as hub
+from kernelwheel.hub.recorded_snapshots import cached_fetch
+from kernelwheel.hub.settings import HubSettings
 from kernelwheel.hub.trust import TrustPolicy
 from kernelwheel.io.console import make_console
 from kernelwheel.io.errors import HubError, OfflineCacheMiss, RevisionNotFound
@@ -18,8 +20,8 @@ from kernelwheel.wheels.convert import Options, convert
 from tests.helpers.hub_fixtures import HubRepos
 
 
-def _settings(**overrides: str) -> hub.HubSettings:
-    return hub.HubSettings.from_env({**os.environ, **overrides})
+def _settings(**overrides: str) -> HubSettings:
+    return HubSettings.from_env({**os.environ, **overrides})
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -62,7 +64,7 @@ def test_a_variant_at_a_time_gives_what_a_whole_fetch_gives(hf_env: Path, hub_re
     whole = hub.fetch(settings.api(), _settings(HF_HUB_CACHE=str(tmp_path / "other")), "testorg/img2gray", "v1")
     assert _files(fetch.snapshot.root) == _files(whole.root)
     # recorded like a whole fetch: a rerun skips downloading; offline finds the ref and the complete snapshot
-    assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=["build/*"]) == fetch.snapshot
+    assert cached_fetch(settings, "testorg/img2gray", "v1", patterns=["build/*"]) == fetch.snapshot
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # would fail if used
     offline = _settings(HF_HUB_OFFLINE="1")
     assert background_fetch.start(offline, "testorg/img2gray", "v1", ["build/*"]) is None
@@ -92,7 +94,7 @@ def test_a_failed_download_fails_only_the_variant_that_waits_for_it(hf_env: Path
             fetch.wait(variant)  # the others came
     assert not fetch.close()
     assert max(files_seen) == (len(listing.files), len(listing.files) + 1)  # the missing file is never "done"
-    assert hub.cached_fetch(settings, "testorg/img2gray", "v1", patterns=["build/*"]) is None  # nothing recorded
+    assert cached_fetch(settings, "testorg/img2gray", "v1", patterns=["build/*"]) is None  # nothing recorded
 
 
 def test_offline_after_an_interrupted_fetch_is_a_miss_not_a_partial_snapshot(hf_env: Path, hub_repos: HubRepos,

@@ -24,7 +24,8 @@ from kernelwheel.index.writer import write_index
 from kernelwheel.io import atomic
 from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError
 from kernelwheel.wheels.naming import WheelName
-from kernelwheel.wheels.wheelfile import WheelContents, build_metadata, write_wheel
+from kernelwheel.wheels.wheel_contents import WheelContents
+from kernelwheel.wheels.wheel_writer import build_metadata, write_wheel
 from tests.helpers import standin_wheels as standin
 from tests.helpers.repo import REPO_ROOT
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.cli.hub2wheel import main
-from kernelwheel.wheels.wheelfile import read_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
 from tests.helpers.hub_fixtures import HubRepos, pip_install_by_name
 from tests.helpers.venvs import fresh_venv, package_farm
 
@@ -30,6 +30,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list
     return rc, [Path(line).name for line in out.splitlines() if line], err
 
 
+@pytest.mark.needs_torch
 def test_dependency_converted_and_required(hf_env: Path, hub_repos: HubRepos, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     wheelhouse = tmp_path / "wh"

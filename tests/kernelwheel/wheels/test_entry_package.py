@@ -6,9 +6,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from kernelwheel.hub.sources import local_source
 from kernelwheel.wheels.convert import Options, convert
-from kernelwheel.wheels.wheelfile import read_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
 from tests.helpers import kernel_repos
 from tests.helpers.venvs import fresh_venv, package_farm
 
@@ -29,6 +31,7 @@ def meta_id(repo: Path) -> str:
     return str(metadata["id"])
 
 
+@pytest.mark.needs_torch
 def test_wheel_with_archs_installs_behind_an_entry(tmp_path: Path, so_cache: Path) -> None:
     repo = _archs_repo(tmp_path, so_cache, ["8.0", "9.0"])
     report = convert(local_source(repo), Options(out_dir=tmp_path / "out"))
@@ -56,6 +59,7 @@ def test_wheel_with_archs_installs_behind_an_entry(tmp_path: Path, so_cache: Pat
     assert abs(float(ran.stdout.splitlines()[0].strip("[]")) - 1.0) < 1e-6
 
 
+@pytest.mark.needs_torch
 def test_two_backends_behind_one_entry_refuse_to_import(tmp_path: Path, so_cache: Path) -> None:
     repo = _archs_repo(tmp_path, so_cache, ["9.0"])
     rocm = kernel_repos.flat_variant(repo / "build", "torch212-cxx11-rocm71-x86_64-linux", so_cache)

@@ -31,6 +31,7 @@ def test_cuda_rule_matches_kernels(release: str) -> None:
     assert [entry_runtime.supports_cuda_capability(a, c) for a, c in many] == theirs["any"]
 
 
+@pytest.mark.needs_torch
 def test_device_problem_names_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
@@ -56,7 +57,16 @@ def _site(root: Path, archs: list[str]) -> Path:
     return root
 
 
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU (run on the device)")
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.needs_torch
+@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU")
 def test_entry_on_this_gpu(tmp_path: Path) -> None:
     import torch
 

@@ -9,7 +9,7 @@ from kernelwheel.format.variants import Variant
 from kernelwheel.hub.sources import local_source
 from kernelwheel.wheels.convert import Options, convert
 from kernelwheel.wheels.noarch import plan_noarch
-from kernelwheel.wheels.wheelfile import read_wheel
+from kernelwheel.wheels.wheel_reader import read_wheel
 from tests.helpers import kernel_repos
 
 NOARCH = ["torch-cpu", "torch-cuda", "torch-xpu"]

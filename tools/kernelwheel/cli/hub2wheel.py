@@ -20,9 +20,10 @@ from kernelwheel.cli import prog
 from kernelwheel.cli.arguments import add_trust_arguments, check_repo_id_argument, path_argument
 from kernelwheel.format.dependency import Dependency
 from kernelwheel.format.signatures import SignatureOptions
-from kernelwheel.hub import client as hub
+from kernelwheel.hub.settings import HubSettings, digest_cache_file, elf_verdict_file
 from kernelwheel.hub.sources import Source, dependency_source, hub_source, local_source, lock_sources
 from kernelwheel.hub.trust import TrustPolicy
+from kernelwheel.hub.versions import parse_version_spec
 from kernelwheel.io.atomic import (
     Terminated,
     check_writable_directory,
@@ -103,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: hub.HubSettings,
+def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: HubSettings,
              trust: TrustPolicy, console: Console) -> Iterable[Source]:
     given = args.kernel_version is not None  # the version is named: no tag listing needed for it
     if args.lock:
@@ -155,19 +156,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--revision: expected a branch, tag or commit, got ''")
     if args.version is not None:
         try:
-            hub.parse_version_spec(args.version)
+            parse_version_spec(args.version)
         except ToolError as exc:
             parser.error(str(exc))
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     total = Report()
     try:
-        settings = hub.HubSettings.from_env()
+        settings = HubSettings.from_env()
         _quiet_huggingface_hub()  # after from_env: importing huggingface_hub parses the HF_ENDPOINT it refuses
         options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
                           variants=VariantFilter(patterns=tuple(args.variant)),
                           allow_unknown_deps=args.allow_unknown_deps, jobs=args.jobs,
-                          digest_cache=hub.digest_cache_file(settings), verdict_cache=hub.elf_verdict_file(settings),
+                          digest_cache=digest_cache_file(settings), verdict_cache=elf_verdict_file(settings),
                           signatures=SignatureOptions(
                               trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
                               require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
@@ -206,7 +207,7 @@ def _print_path(path: Path) -> None:
     sys.stdout.buffer.flush()
 
 
-def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, options: Options, settings: hub.HubSettings,
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, options: Options, settings: HubSettings,
          console: Console) -> Report:
     check_writable_directory(args.out, "--out")
     for stale in sweep_stale_temporaries(args.out):

@@ -1,5 +1,6 @@
 """``kernelwheel install-command PROJECT --index-url URL``: print (or ``--run``) the pip/uv command that
-installs a project's wheel for the torch already installed, with torch pinned (``kernelwheel.index.install_plan``).
+installs a project's wheel for the torch already installed, with torch pinned (``kernelwheel.index.install_plan``; the
+command line and its passwords: ``kernelwheel.index.install_command_line``).
 
 A password is never printed. It may come from the URL (``http://reader:pw@host/simple/``) or, kept off the command
 line, from ``$KERNELWHEEL_INDEX_PASSWORD`` with ``http://reader@host/simple/``; either way the printed command (and
@@ -24,17 +25,16 @@ from pathlib import Path
 from packaging.version import Version
 
 from kernelwheel.cli import prog
-from kernelwheel.index.install_plan import (
-    DEFAULT_DEADLINE_S,
+from kernelwheel.index.install_command_line import (
     PASSWORD_ENV,
-    Environment,
-    check_project_name,
-    plan_install,
     printable_argv,
     runnable_command,
     shell_command,
     with_password,
 )
+from kernelwheel.index.install_plan import DEFAULT_DEADLINE_S, plan_install
+from kernelwheel.index.target_environment import Environment
+from kernelwheel.index.wheels import check_project_name
 from kernelwheel.io.console import make_console, print_error, print_step
 from kernelwheel.io.errors import ToolError, TorchNotInstalled
 from kernelwheel.io.urls import redact

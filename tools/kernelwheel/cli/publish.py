@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kernelwheel.cli import prog
 from kernelwheel.cli.arguments import check_repo_id_argument, path_argument
-from kernelwheel.hub import client as hub
+from kernelwheel.hub.settings import HubSettings
 from kernelwheel.io.console import make_console, print_error
 from kernelwheel.io.errors import ToolError
 from kernelwheel.publish.git import GitTransport
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.git_remote:
             transport = GitTransport.from_arg(args.git_remote)
         else:
-            transport = HubTransport(hub.HubSettings.from_env().api(), args.repo_type or "model")
+            transport = HubTransport(HubSettings.from_env().api(), args.repo_type or "model")
         result = publish(args.build_dir, args.repo_id, args.version, transport, dry_run=args.dry_run, console=console)
     except ToolError as exc:
         print_error(console, exc)

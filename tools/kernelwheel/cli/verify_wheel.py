@@ -25,7 +25,7 @@ from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, check_relpath
 from kernelwheel.io.console import make_console, print_error, print_warning
 from kernelwheel.io.errors import InvalidWheel, SignatureMissing, ToolError
 from kernelwheel.io.limited_read import file_problem
-from kernelwheel.wheels.wheelfile import unpack_wheel
+from kernelwheel.wheels.wheel_reader import unpack_wheel
 
 
 def build_parser() -> argparse.ArgumentParser:

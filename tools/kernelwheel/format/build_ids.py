@@ -8,7 +8,7 @@ digests, is refused. hub2wheel applies that rule to the variants it converts in 
 build of an id keeps it, a later different one is refused with both variants named.
 
 Digests are compared by their decoded hashes: each variant's files were verified against its own digest before this
-runs (``convert.build_variant``), so equal hashes mean equal files.
+runs (``checked_variant.check_variant_dir``), so equal hashes mean equal files.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ from typing import Any
 
 from kernelwheel.format.variants import Variant
 from kernelwheel.hub import client as hub
+from kernelwheel.hub.recorded_snapshots import record_complete
+from kernelwheel.hub.settings import IGNORE_PATTERNS, HubSettings, snapshot_in_cache
 from kernelwheel.io.errors import HubError, InvalidVariantName
 
 # (bytes written to the cache so far, bytes expected so far); (files done, files total).
@@ -84,7 +86,7 @@ def _no_match_is_quiet() -> Iterator[None]:
         logger.removeFilter(drop)
 
 
-def list_files(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str]) -> Listing | None:
+def list_files(settings: HubSettings, repo_id: str, revision: str, patterns: Sequence[str]) -> Listing | None:
     """Resolve ``revision`` and fetch every variant's metadata the way ``hub.fetch`` fetches (the same errors for an
     unknown repository or revision; huggingface_hub records the ref and the commit's tree listing, by which an
     offline run knows an incomplete snapshot), then list the files matching ``patterns``. None offline, when no file
@@ -105,7 +107,7 @@ def list_files(settings: hub.HubSettings, repo_id: str, revision: str, patterns:
         paths = [entry.path for entry in tree if isinstance(entry, RepoFile)]
     except Exception:
         return None
-    files = tuple(filter_repo_objects(paths, allow_patterns=list(patterns), ignore_patterns=list(hub.IGNORE_PATTERNS)))
+    files = tuple(filter_repo_objects(paths, allow_patterns=list(patterns), ignore_patterns=list(IGNORE_PATTERNS)))
     return Listing(snapshot.repo_type, snapshot.commit, files) if files else None
 
 
@@ -142,12 +144,12 @@ def download_order(files: Iterable[str]) -> list[str]:
 class BackgroundFetch:
     """The files of one listed commit, downloading on worker threads; see the module docstring."""
 
-    def __init__(self, settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
+    def __init__(self, settings: HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
                  listing: Listing, *, on_bytes: BytesProgress | None = None, on_files: FilesProgress | None = None,
                  max_workers: int = hub.DOWNLOAD_WORKERS) -> None:
         self._settings, self._repo_id, self._revision, self._patterns = settings, repo_id, revision, list(patterns)
         self._listing = listing
-        self.snapshot = hub.snapshot_in_cache(settings, repo_id, listing.repo_type, listing.commit)
+        self.snapshot = snapshot_in_cache(settings, repo_id, listing.repo_type, listing.commit)
         self.variants = tuple(sorted({v for f in listing.files if (v := _variant_of(f)) is not None}))
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
@@ -258,7 +260,7 @@ class BackgroundFetch:
         self._pool.shutdown(wait=True)
         if self._all.error is not None:
             return False
-        hub.record_complete(self._settings, self.snapshot, self._revision, self._patterns)
+        record_complete(self._settings, self.snapshot, self._revision, self._patterns)
         return True
 
     def cancel(self) -> None:
@@ -268,7 +270,7 @@ class BackgroundFetch:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def start(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str], *,
+def start(settings: HubSettings, repo_id: str, revision: str, patterns: Sequence[str], *,
           on_bytes: BytesProgress | None = None, on_files: FilesProgress | None = None) -> BackgroundFetch | None:
     """The files of ``repo_id@revision`` matching ``patterns``, downloading from now on; None when ``list_files``
     gives no listing (use ``hub.fetch``)."""

@@ -5,7 +5,7 @@ the commit id, a ``kernels.lock`` entry; online, offline or with the Hub down): 
 wheelhouse twice, and the date version (``0.20261206.153948``) sorts above the release (``0.1.0``). The rule: a
 release tag (``v1.2.3``, two or more components) at the commit names the version; only a commit that carries none
 gets its date. Knowing "carries none" needs a listing of the tags, so every online listing is recorded (one small
-JSON file in huggingface_hub's assets cache, ``hub.recorded_refs``) and read when the Hub cannot be asked.
+JSON file in huggingface_hub's assets cache, ``versions.recorded_refs``) and read when the Hub cannot be asked.
 """
 
 from __future__ import annotations

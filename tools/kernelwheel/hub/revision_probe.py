@@ -1,6 +1,6 @@
 """Which commit a branch or tag of a Hub repository is at, asked with one HEAD through the standard library.
 
-A rerun of a branch or tag (``hub.cached_fetch``) needs one fact from the Hub: whether the revision still resolves
+A rerun of a branch or tag (``recorded_snapshots``) needs one fact from the Hub: whether the revision still resolves
 to the commit it recorded. Asked through huggingface_hub, that fact costs more than the rest of the rerun: importing
 its HTTP stack and building its client takes 0.12 s on a 2-core VM and 0.14-0.21 s on a 16-core Xeon host, the HEAD
 itself 5-10 ms (benchmarks/NOTES.md). So ``ask`` sends the HEAD that huggingface_hub's ``get_hf_file_metadata``
@@ -41,7 +41,7 @@ TIMED_OUT = Answer.TIMED_OUT
 
 
 def _constants() -> ModuleType:
-    """huggingface_hub's constants, imported on first use (its HF_ENDPOINT parsing is hub.HubSettings' to check)."""
+    """huggingface_hub's constants, imported on first use (its HF_ENDPOINT parsing is HubSettings' to check)."""
     from huggingface_hub import constants
 
     return constants

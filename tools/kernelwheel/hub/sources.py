@@ -21,8 +21,10 @@ from rich.console import Console
 
 from kernelwheel.format import lockfile
 from kernelwheel.format.dependency import Dependency
-from kernelwheel.hub import background_fetch, ref_listing
+from kernelwheel.hub import background_fetch, ref_listing, versions
 from kernelwheel.hub import client as hub
+from kernelwheel.hub.recorded_snapshots import cached_fetch
+from kernelwheel.hub.settings import HubSettings, Snapshot
 from kernelwheel.hub.trust import TrustPolicy, check_publisher
 from kernelwheel.io.console import ActivityTask, activity, print_step, print_warning
 from kernelwheel.io.errors import HubError, OfflineCacheMiss, RepositoryNotFound, ToolError
@@ -84,7 +86,7 @@ def local_source(folder: Path) -> Source:
     return Source(build_dir=folder / "build", label=str(folder), kernel_name=folder.resolve().name)
 
 
-def _check_trust(settings: hub.HubSettings, repo_id: str, trust: TrustPolicy, console: Console) -> None:
+def _check_trust(settings: HubSettings, repo_id: str, trust: TrustPolicy, console: Console) -> None:
     if trust.allows_without_asking(repo_id):
         return  # no HfApi needed (its import is ~0.15 s of a rerun)
     warning = check_publisher(settings.api(), repo_id, trust, offline=settings.offline)
@@ -119,11 +121,11 @@ class _Fetching:
         self._fetch.cancel()
 
 
-def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
-           console: Console) -> tuple[hub.Snapshot, Arrivals | None]:
+def _fetch(settings: HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
+           console: Console) -> tuple[Snapshot, Arrivals | None]:
     """The snapshot, complete; or, when its files are still to download, where they will be and a fetch already
     under way (``background_fetch``) that conversion waits on."""
-    cached = hub.cached_fetch(settings, repo_id, revision, patterns=patterns)
+    cached = cached_fetch(settings, repo_id, revision, patterns=patterns)
     if cached is not None:
         print_step(console, f"fetching {repo_id}@{revision}: 0 files, 0.0 MiB downloaded (every file already in the "
                             f"cache at commit {cached.commit})")
@@ -155,41 +157,41 @@ def _fetch(settings: hub.HubSettings, repo_id: str, revision: str, patterns: Seq
         return snapshot, None
 
 
-def _list_refs(settings: hub.HubSettings, repo_id: str,
-               console: Console) -> tuple[ref_listing.RefListing | None, hub.HubSettings]:
+def _list_refs(settings: HubSettings, repo_id: str,
+               console: Console) -> tuple[ref_listing.RefListing | None, HubSettings]:
     """``repo_id``'s tags and branches, asked of the Hub (and recorded); offline, the recorded listing. When the Hub
     does not answer: the recorded listing with one warning, and settings that keep the rest of this source to the
     cache (asking again for every file would only repeat the failure). None: offline or the Hub down, and nothing
     recorded; the caller says what it needed the listing for."""
     if settings.offline:
-        return hub.recorded_refs(settings, repo_id), settings
+        return versions.recorded_refs(settings, repo_id), settings
     try:
-        return hub.list_refs(settings.api(), settings, repo_id), settings
+        return versions.list_refs(settings.api(), settings, repo_id), settings
     except RepositoryNotFound:
         raise
     except HubError as exc:
         problem = exc
     settings = settings.unreachable(str(problem).removeprefix(f"{repo_id}: "))
-    recorded = hub.recorded_refs(settings, repo_id)
+    recorded = versions.recorded_refs(settings, repo_id)
     if recorded is not None:
         print_warning(console, f"{problem}; using its tags and branches as listed {recorded.listed_at:%Y-%m-%d %H:%M} "
                                "UTC and the files in the cache")
     return recorded, settings
 
 
-def _version_ref(settings: hub.HubSettings, repo_id: str, spec: str,
-                 console: Console) -> tuple[hub.VersionRef, ref_listing.RefListing | None, hub.HubSettings]:
+def _version_ref(settings: HubSettings, repo_id: str, spec: str,
+                 console: Console) -> tuple[versions.VersionRef, ref_listing.RefListing | None, HubSettings]:
     """``--version``: the newest matching ``v<version>`` ref, from the listing ``_list_refs`` gives, else (offline or
     the Hub down, nothing recorded) from the names in huggingface_hub's cache."""
     listing, settings = _list_refs(settings, repo_id, console)
     if listing is None:
-        _, refs = hub.cached_version_refs(settings, repo_id)
+        _, refs = versions.cached_version_refs(settings, repo_id)
     else:
-        refs = hub.version_refs(listing.tags.items(), listing.branches.items())
-    return hub.pick_version(refs, spec, repo_id), listing, settings
+        refs = versions.version_refs(listing.tags.items(), listing.branches.items())
+    return versions.pick_version(refs, spec, repo_id), listing, settings
 
 
-def _release(settings: hub.HubSettings, repo_id: str, revision: str, commit: str,
+def _release(settings: HubSettings, repo_id: str, revision: str, commit: str,
              listing: ref_listing.RefListing | None, console: Console) -> Version | None:
     """The release version of ``commit``: ``revision``'s own when it names a release (``v1.2.3``), else that of a
     release tag at the commit, else None (the commit's date names it). A recorded listing that shows such a tag is
@@ -198,14 +200,14 @@ def _release(settings: hub.HubSettings, repo_id: str, revision: str, commit: str
     own = ref_listing.release_version(revision)
     if own is not None:
         return own
-    for known in (listing, hub.recorded_refs(settings, repo_id)):
+    for known in (listing, versions.recorded_refs(settings, repo_id)):
         found = None if known is None else ref_listing.release_at(known, commit)
         if found is not None:
             return found[1]
     if listing is None:
         listing, settings = _list_refs(settings, repo_id, console)
     if listing is None:
-        why, record = settings.offline_reason, hub.listing_path(settings, repo_id)
+        why, record = settings.offline_reason, versions.listing_path(settings, repo_id)
         raise OfflineCacheMiss(
             f"{repo_id}@{commit[:12]}: cannot tell whether a release tag points at this commit (a tag names the "
             f"wheels' version): {why}, and no listing of its tags is recorded in {record}; "
@@ -215,7 +217,7 @@ def _release(settings: hub.HubSettings, repo_id: str, revision: str, commit: str
 
 
 def hub_source(
-    settings: hub.HubSettings,
+    settings: HubSettings,
     repo_id: str,
     *,
     revision: str | None = None,
@@ -232,7 +234,7 @@ def hub_source(
     patterns = [f"build/{glob}/*" for glob in variant_globs] or ["build/*"]
     default_revision = revision is None and version_spec is None
     revision = revision or "main"
-    series, listing = hub.version_of_ref(revision), None
+    series, listing = versions.version_of_ref(revision), None
     if version_spec is not None:
         ref, listing, settings = _version_ref(settings, repo_id, version_spec, console)
         print_step(console, f"{repo_id}: --version {version_spec} → {ref.kind} {ref.name} at {ref.commit}")
@@ -248,7 +250,7 @@ def hub_source(
         return _snapshot_source(settings, snapshot, release, series, None, console, arrivals)
 
 
-def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | None = None,
+def lock_sources(settings: HubSettings, lock_path: Path, *, repo_id: str | None = None,
                  trust: TrustPolicy, console: Console, kernel_version_given: bool = False) -> Iterator[Source]:
     """Every kernel a ``kernels.lock`` pins (only ``repo_id``'s when given), at its locked commit, versioned by the
     release tag at that commit as every other route is (``_release``); an old-format lock also limits the run to its
@@ -272,7 +274,7 @@ def lock_sources(settings: hub.HubSettings, lock_path: Path, *, repo_id: str | N
         yield source
 
 
-def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, release: Version | None,
+def _snapshot_source(settings: HubSettings, snapshot: Snapshot, release: Version | None,
                      series: Version | None, locks: Mapping[str, lockfile.VariantLock] | None, console: Console,
                      arrivals: Arrivals | None) -> Source:
     """A release (``_release``) names the wheels' version exactly; a commit without one (a version branch ``v1``,
@@ -298,7 +300,7 @@ def _snapshot_source(settings: hub.HubSettings, snapshot: hub.Snapshot, release:
     )
 
 
-def dependency_source(settings: hub.HubSettings, dependency: Dependency, *, variant_globs: Sequence[str] = (),
+def dependency_source(settings: HubSettings, dependency: Dependency, *, variant_globs: Sequence[str] = (),
                       trust: TrustPolicy, console: Console, kernel_version_given: bool = False) -> Source:
     """A ``kernel-depends`` entry as a Hub source: ``version: N`` is the newest ``vN`` ref (kernels' rule), a
     ``revision`` that branch, tag or commit. The same trust gate applies as to the kernel that needs it."""

@@ -1,9 +1,10 @@
 """HTTP answers read with a byte limit: what an index may make this tool hold in memory.
 
-Every request already has a deadline (``install.call_with_deadline``), but a fast hostile server can send gigabytes
-before it. ``mount_body_limit`` puts an adapter on a ``requests.Session`` (pypi-simple's ``PyPISimple.s``) whose answers
-refuse to be read past ``limit`` bytes, whether requests reads them whole (``Response.content``, as pypi-simple does
-for pages and ``.metadata`` files) or in chunks (``iter_content``): both go through the raw response's ``stream``.
+Every request already has a deadline (``answer_deadline.call_with_deadline``), but a fast hostile server can send
+gigabytes before it. ``mount_body_limit`` puts an adapter on a ``requests.Session`` (pypi-simple's ``PyPISimple.s``)
+whose answers refuse to be read past ``limit`` bytes, whether requests reads them whole (``Response.content``, as
+pypi-simple does for pages and ``.metadata`` files) or in chunks (``iter_content``): both go through the raw response's
+``stream``.
 The limit counts the bytes after content decoding, so a small gzip bomb is stopped as early as a large body.
 """
 

@@ -16,30 +16,24 @@ is untrusted input:
 
 ``user:password@`` in an index URL becomes a Basic ``Authorization`` header for that index's own URLs (links to
 another host do not inherit it) and is redacted from every message.
+
+``wheel_download`` downloads a wheel in place of a missing ``.metadata`` file; ``core_metadata`` checks what the
+metadata says and reads which torch it requires.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
-import tempfile
-import threading
-import time
-import zipfile
-import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 import requests
-from packaging.metadata import parse_email
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 from pypi_simple import (
     DigestMismatchError,
     DistributionPackage,
@@ -53,33 +47,27 @@ from pypi_simple import (
 )
 
 from kernelwheel.index.body_limit import TooLarge, mount_body_limit
-from kernelwheel.index.wheels import metadata_bytes, torch_requirement_from
-from kernelwheel.io.answer_deadline import MIN_BYTES_PER_S, call_within
+from kernelwheel.io.answer_deadline import call_within
 from kernelwheel.io.errors import (
     DigestMismatch,
     IndexUnreachable,
     InvalidIndexUrl,
-    InvalidWheel,
     InvalidWheelName,
     ToolError,
     one_line,
 )
 from kernelwheel.io.limited_read import read_limited
 from kernelwheel.io.urls import printable, redact, url_problem
-from kernelwheel.wheels.naming import WheelName, labelled_torch
-from kernelwheel.wheels.wheelfile import MAX_METADATA_BYTES
+from kernelwheel.wheels.naming import WheelName
 
 # Seconds, for every request: to connect, and between two reads of the answer (requests' timeout).
-_TIMEOUT_S = 30
+TIMEOUT_S = 30
 # Seconds for each whole answer (``answer_s``): a page or a .metadata file in full; a wheel's headers, its body
 # getting this plus the time its bytes so far take at MIN_BYTES_PER_S. A read timeout alone never ends an answer
 # that drips a byte every 2 s. Tunable by this variable (docs/private-index.md).
 ANSWER_ENV = "KERNELWHEEL_INDEX_TIMEOUT"
 _ANSWER_S = 60.0
 _HTTP = ("http", "https")
-# A wheel is downloaded (to a temporary file, its sha256 checked as it arrives) only when neither a PEP 658 file nor
-# a +torchX.Y label says its torch; one larger than this is refused as soon as it passes it.
-_MAX_WHEEL_BYTES = 2 << 30
 T = TypeVar("T")
 # A project page or a .metadata file is refused past this size while it is read: the deadline bounds how long an
 # index can talk, this bounds what it can make the tool hold. pypi-simple parses a page into ~40x its size (a 17 MB
@@ -131,7 +119,7 @@ def _page_too_large(url: str) -> ToolError:
     return IndexUnreachable(f"{redact(url)}: the answer is over {_MAX_PAGE_BYTES >> 20} MiB, refusing it")
 
 
-def _client(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge = _page_too_large) -> PyPISimple:
+def pypi_simple_client(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge = _page_too_large) -> PyPISimple:
     """A pypi-simple client for ``url`` (an index root, or a file of it), with the Basic auth its URL carries, whose
     answers are refused past ``max_bytes`` with ``too_large(url)``.
 
@@ -149,7 +137,7 @@ def _client(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge = _p
 def _reason(exc: BaseException) -> str:
     """The innermost cause of a requests error (``[Errno 111] Connection refused``), free of credentials."""
     if isinstance(exc, requests.Timeout):
-        return f"no answer within {_TIMEOUT_S} s"
+        return f"no answer within {TIMEOUT_S} s"
     if isinstance(exc, requests.HTTPError) and exc.response is not None:
         return f"HTTP {exc.response.status_code} {exc.response.reason}"
     inner: BaseException = exc
@@ -164,7 +152,7 @@ def _reason(exc: BaseException) -> str:
     return str(inner) or type(inner).__name__
 
 
-def _unreachable(url: str, exc: BaseException) -> IndexUnreachable:
+def unreachable(url: str, exc: BaseException) -> IndexUnreachable:
     reason = _reason(exc)
     password = urlsplit(url).password
     if password:  # belt and braces: requests' own messages quote the URL they were given
@@ -198,11 +186,11 @@ def _read_file(url: str, max_bytes: int = _MAX_PAGE_BYTES, too_large: TooLarge =
     return data
 
 
-def _check_scheme(url: str) -> str:
+def check_scheme(url: str) -> str:
     return urlsplit(check_url(url)).scheme
 
 
-def _mismatch(what: str, url: str, algorithm: str, expected: str, actual: str) -> DigestMismatch:
+def mismatch(what: str, url: str, algorithm: str, expected: str, actual: str) -> DigestMismatch:
     return DigestMismatch(
         f"{redact(url)}: the {what} does not match the index's hash ({algorithm} {actual}, the page says "
         f"{expected}); the index is stale or was tampered with: rebuild it (kernelwheel index) or ask "
@@ -218,7 +206,7 @@ def _check_local(data: bytes, digests: Mapping[str, str], url: str, what: str) -
     for algorithm, expected in known.items():
         actual = hashlib.new(algorithm, data).hexdigest()
         if actual != expected.lower():
-            raise _mismatch(what, url, algorithm, expected, actual)
+            raise mismatch(what, url, algorithm, expected, actual)
 
 
 def _package(candidate: Candidate) -> DistributionPackage:
@@ -235,6 +223,35 @@ def _package(candidate: Candidate) -> DistributionPackage:
         has_metadata=candidate.metadata_url is not None,
         metadata_digests=dict(candidate.metadata_digests),
     )
+
+
+def answer_s() -> float:
+    """Seconds for one answer (``KERNELWHEEL_INDEX_TIMEOUT``, default 60), read at call time."""
+    text = os.environ.get(ANSWER_ENV, "").strip()
+    if not text:
+        return _ANSWER_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= 86400:  # also refuses nan
+        raise InvalidIndexUrl(f"{ANSWER_ENV}: expected a positive number of seconds, at most 86400, got {text!r:.40}")
+    return seconds
+
+
+def late(url: str, seconds: float) -> IndexUnreachable:
+    return IndexUnreachable(
+        f"{redact(url)}: no complete answer within {seconds:g} s ({ANSWER_ENV}); the server is too slow or is "
+        "holding the connection open")
+
+
+def _within(url: str, work: Callable[[], T]) -> T:
+    """``work()`` (one request and its whole answer), or ``IndexUnreachable`` once ``answer_s()`` passed."""
+    seconds = answer_s()
+    try:
+        return call_within(seconds, work, f"answer from {redact(url)}")
+    except TimeoutError:
+        raise late(url, seconds) from None
 
 
 # ---------------------------------------------------------------------------------------------------- pages
@@ -254,7 +271,7 @@ def _fetch_page(client: PyPISimple, project: str, page_url: str) -> ProjectPage:
     """pypi-simple's ``get_project_page``, with the body (read under the byte limit) checked by ``_check_elements``
     before pypi-simple parses it."""
     url = client.get_project_url(project)
-    response = client.s.get(url, timeout=_TIMEOUT_S, headers={"Accept": client.accept})
+    response = client.s.get(url, timeout=TIMEOUT_S, headers={"Accept": client.accept})
     if response.status_code == 404:
         raise NoSuchProjectError(project, url)
     response.raise_for_status()
@@ -265,14 +282,14 @@ def _fetch_page(client: PyPISimple, project: str, page_url: str) -> ProjectPage:
 def _project_page(index_url: str, project: str) -> ProjectPage | None:
     page_url = project_url(index_url, project)
     try:
-        if _check_scheme(index_url) == "file":
+        if check_scheme(index_url) == "file":
             body = _read_file(page_url)
             if body is None:
                 return None
             _check_elements(body, page_url)
             return ProjectPage.from_html(project, body, base_url=page_url)
         def fetch() -> ProjectPage:
-            with _client(index_url) as client:
+            with pypi_simple_client(index_url) as client:
                 return _fetch_page(client, project, page_url)
 
         return _within(page_url, fetch)
@@ -281,7 +298,7 @@ def _project_page(index_url: str, project: str) -> ProjectPage | None:
     except NoSuchProjectError:
         return None  # 404: no such project (or no such per-torch sub-index)
     except requests.RequestException as exc:
-        raise _unreachable(page_url, exc) from None
+        raise unreachable(page_url, exc) from None
     except UnsupportedContentTypeError as exc:
         raise IndexUnreachable(
             f"{redact(page_url)}: not an index page (Content-Type {exc.content_type}); does the URL end in /simple/?"
@@ -333,20 +350,20 @@ def list_candidates(index_url: str, project: str) -> list[Candidate] | None:
 # ---------------------------------------------------------------------------------------------------- files
 
 
-def _metadata(candidate: Candidate) -> bytes | None:
+def metadata_file(candidate: Candidate) -> bytes | None:
     """The candidate's verified PEP 658 ``.metadata``; None when the index has none after all (404)."""
     assert candidate.metadata_url is not None
     url = candidate.metadata_url
     what = f".metadata of {candidate.filename}"
-    if _check_scheme(url) == "file":
+    if check_scheme(url) == "file":
         data = _read_file(url)
         if data is not None:
             _check_local(data, candidate.metadata_digests, url, what)
         return data
     def fetch() -> bytes:
-        with _client(url) as client:
+        with pypi_simple_client(url) as client:
             return client.get_package_metadata_bytes(
-                _package(candidate), verify=bool(candidate.metadata_digests), timeout=_TIMEOUT_S
+                _package(candidate), verify=bool(candidate.metadata_digests), timeout=TIMEOUT_S
             )
 
     try:
@@ -354,250 +371,12 @@ def _metadata(candidate: Candidate) -> bytes | None:
     except NoMetadataError:
         return None
     except DigestMismatchError as exc:
-        raise _mismatch(what, url, exc.algorithm, exc.expected_digest, exc.actual_digest) from None
+        raise mismatch(what, url, exc.algorithm, exc.expected_digest, exc.actual_digest) from None
     except NoDigestsError:
         raise DigestMismatch(
             f"{redact(url)}: the {what} has no hash this tool can check ({', '.join(candidate.metadata_digests)})"
         ) from None
     except requests.RequestException as exc:
-        raise _unreachable(url, exc) from None
+        raise unreachable(url, exc) from None
     except ValueError as exc:  # urllib3's URL errors (an invalid host the page's link names)
         raise IndexUnreachable(f"{redact(url)}: {one_line(exc)}") from None
-
-
-class _Download:
-    """Where a wheel's bytes go as they arrive: a file, the page's hashes and a byte count updated on the way, so
-    that neither the size cap nor a hash needs the whole wheel in memory."""
-
-    def __init__(self, sink: IO[bytes] | None, digests: Mapping[str, str], url: str, what: str,
-                 too_large: Callable[[str], ToolError]) -> None:
-        known = {alg: value for alg, value in digests.items() if alg in hashlib.algorithms_available}
-        if digests and not known:
-            raise DigestMismatch(f"{redact(url)}: the {what} has no hash this tool can check ({', '.join(digests)})")
-        self._sink, self._expected, self._url, self._what, self._too_large = sink, known, url, what, too_large
-        self._hashes = {alg: hashlib.new(alg) for alg in known}
-        self.received = 0  # read by the deadline's loop in another thread: a plain int, written here only
-        self.cancelled = threading.Event()
-
-    def add(self, chunks: Iterable[bytes]) -> None:
-        for chunk in chunks:
-            if self.cancelled.is_set():
-                raise IndexUnreachable(f"{redact(self._url)}: abandoned at its deadline")
-            if self.received + len(chunk) > _MAX_WHEEL_BYTES:
-                raise self._too_large(self._url)
-            for hasher in self._hashes.values():
-                hasher.update(chunk)
-            if self._sink is not None:
-                self._sink.write(chunk)
-            self.received += len(chunk)
-
-    def check(self) -> None:
-        """Refuse the bytes received unless they have every hash the page gives."""
-        for algorithm, hasher in self._hashes.items():
-            if hasher.hexdigest() != self._expected[algorithm].lower():
-                raise _mismatch(self._what, self._url, algorithm, self._expected[algorithm], hasher.hexdigest())
-
-
-def answer_s() -> float:
-    """Seconds for one answer (``KERNELWHEEL_INDEX_TIMEOUT``, default 60), read at call time."""
-    text = os.environ.get(ANSWER_ENV, "").strip()
-    if not text:
-        return _ANSWER_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds <= 86400:  # also refuses nan
-        raise InvalidIndexUrl(f"{ANSWER_ENV}: expected a positive number of seconds, at most 86400, got {text!r:.40}")
-    return seconds
-
-
-def _late(url: str, seconds: float) -> IndexUnreachable:
-    return IndexUnreachable(
-        f"{redact(url)}: no complete answer within {seconds:g} s ({ANSWER_ENV}); the server is too slow or is "
-        "holding the connection open")
-
-
-def _within(url: str, work: Callable[[], T]) -> T:
-    """``work()`` (one request and its whole answer), or ``IndexUnreachable`` once ``answer_s()`` passed."""
-    seconds = answer_s()
-    try:
-        return call_within(seconds, work, f"answer from {redact(url)}")
-    except TimeoutError:
-        raise _late(url, seconds) from None
-
-
-def _within_growing(url: str, download: _Download, work: Callable[[], None]) -> None:
-    """``work()``, a download into ``download``, ended (``IndexUnreachable``) once it has taken longer than
-    ``answer_s()`` plus its bytes so far at ``MIN_BYTES_PER_S``: a large wheel gets the time it needs, a drip does
-    not. The abandoned download stops at its next chunk (``cancelled``) and its file goes with the caller's folder."""
-    base, start = answer_s(), time.monotonic()
-    done, failure = threading.Event(), []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # handed to the caller's thread as it is
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, daemon=True, name="index-download").start()
-    while True:
-        allowed = base + download.received / MIN_BYTES_PER_S
-        if done.wait(max(0.0, allowed - (time.monotonic() - start))):
-            break
-        if time.monotonic() - start >= base + download.received / MIN_BYTES_PER_S:
-            download.cancelled.set()
-            raise _late(url, allowed)
-    if failure:
-        raise failure[0]
-
-
-def _local_wheel(url: str, download: _Download, missing: ToolError) -> Path:
-    """A file:// wheel where it lies, hashed as it is read (in pieces, never whole in memory)."""
-    path = Path(url2pathname(unquote(urlsplit(url).path)))
-    try:
-        with path.open("rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise IndexUnreachable(f"{redact(url)}: not a regular file")
-            download.add(iter(lambda: file.read(1 << 20), b""))
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        raise missing from None
-    except OSError as exc:
-        raise IndexUnreachable(f"{redact(url)}: {exc.strerror or exc}") from None
-    return path
-
-
-def _wheel(candidate: Candidate, folder: Path) -> Path:
-    """The candidate's wheel as a file (downloaded into ``folder`` over http(s)), checked against the page's hash
-    as its bytes arrived and refused as soon as it passes ``_MAX_WHEEL_BYTES``."""
-    url = candidate.url
-    what = f"wheel {candidate.filename}"
-    missing = IndexUnreachable(f"{redact(url)}: listed on the index but not downloadable (404)")
-
-    def too_large(where: str) -> ToolError:
-        cap = f"{_MAX_WHEEL_BYTES >> 30} GiB" if _MAX_WHEEL_BYTES >= 1 << 30 else f"{_MAX_WHEEL_BYTES >> 20} MiB"
-        return InvalidWheel(f"{redact(where)}: the {what} is over {cap}, refusing it")
-
-    if _check_scheme(url) == "file":
-        download = _Download(None, candidate.digests, url, what, too_large)
-        path = _local_wheel(url, download, missing)
-        download.check()
-        return path
-    target = folder / "wheel.whl"
-    with target.open("wb") as sink:
-        download = _Download(sink, candidate.digests, url, what, too_large)
-
-        def fetch() -> None:
-            with (_client(url, _MAX_WHEEL_BYTES, too_large) as client,
-                  client.s.get(url, stream=True, timeout=_TIMEOUT_S) as response):
-                if response.status_code == 404:
-                    raise missing
-                response.raise_for_status()
-                download.add(response.iter_content(1 << 16))
-
-        try:
-            _within_growing(url, download, fetch)
-        except ToolError:
-            raise
-        except requests.RequestException as exc:
-            raise _unreachable(url, exc) from None
-        except ValueError as exc:
-            raise IndexUnreachable(f"{redact(url)}: {one_line(exc)}") from None
-    download.check()
-    return target
-
-
-def _metadata_of_wheel(path: Path, candidate: Candidate) -> bytes:
-    where = redact(candidate.url)
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-            if not names:
-                raise InvalidWheel(f"{where}: not a wheel: it has no *.dist-info/METADATA")
-            if len(names) > 1:
-                raise InvalidWheel(f"{where}: not a wheel: it has {len(names)} METADATA files ({', '.join(names)})")
-            with archive.open(names[0]) as member:
-                data = member.read(MAX_METADATA_BYTES + 1)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
-            UnicodeError, OSError) as exc:
-        raise InvalidWheel(f"{where}: not a wheel (not a readable zip archive: {exc})") from None
-    if len(data) > MAX_METADATA_BYTES:
-        raise InvalidWheel(f"{where}: its METADATA is over {MAX_METADATA_BYTES >> 20} MiB; expected at most that")
-    return data
-
-
-def _core_metadata(data: bytes, candidate: Candidate, source: str) -> dict[str, object]:
-    """``data`` parsed as core metadata, refused unless its Name and Version are the wheel file's."""
-    raw, _ = parse_email(data)
-    name, version = raw.get("name"), raw.get("version")
-    if not isinstance(name, str) or not isinstance(version, str):
-        raise InvalidWheel(f"{source}: not core metadata (no Name and Version fields); refusing {candidate.filename}")
-    expected = candidate.name
-    try:
-        same_version = Version(version) == expected.version
-    except InvalidVersion:
-        same_version = False
-    if canonicalize_name(name) != canonicalize_name(expected.distribution) or not same_version:
-        raise InvalidWheel(
-            f"{source}: says {printable(name)} {printable(version)}, but the file is {candidate.filename} "
-            f"({expected.distribution} {expected.version}); refusing it"
-        )
-    return dict(raw)
-
-
-def _check_against_wheel(candidate: Candidate, metadata: bytes) -> None:
-    """Refuse a ``.metadata`` that is not the METADATA of the wheel it stands for, where that wheel is at hand (a
-    file:// index: its METADATA member is read, bounded, not the whole wheel). A hash on the page only proves the
-    file is the one the page names; a ``.metadata`` that says ``torch>=2.10`` for a wheel pinned to 2.13 would make
-    the plan, and the installer's resolver, install it next to a torch it was not built for."""
-    parts = urlsplit(candidate.url)
-    if parts.scheme != "file":
-        return  # over http(s) the wheel is not downloaded for this (it can be GBs); pip downloads it
-    path = Path(url2pathname(unquote(parts.path)))
-    where = redact(candidate.metadata_url or candidate.url)
-    try:
-        own = metadata_bytes(path)
-    except FileNotFoundError:
-        raise IndexUnreachable(f"{redact(candidate.url)}: listed on the index but not there") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
-            UnicodeError, OSError) as exc:
-        raise InvalidWheel(f"{redact(candidate.url)}: not a wheel (not a readable zip archive: {exc})") from None
-    if own != metadata:
-        raise InvalidWheel(
-            f"{where}: differs from the METADATA inside {candidate.filename} (Requires-Dist "
-            f"{_requires(metadata)} vs {_requires(own)}); expected the wheel's own METADATA. The index is stale or "
-            "was tampered with: rebuild it (kernelwheel index)"
-        )
-
-
-def _requires(metadata: bytes) -> list[str]:
-    raw, _ = parse_email(metadata)
-    return [printable(line) for line in raw.get("requires_dist", [])]
-
-
-def torch_requirement_of(candidate: Candidate, environment: Mapping[str, str] | None = None) -> SpecifierSet | None:
-    """The wheel's ``Requires-Dist: torch`` specifier that applies in ``environment`` (the target's PEP 508 marker
-    values; None: every torch line applies, ``torch_requirement_from``): from PEP 658 metadata, else the label, else
-    the wheel.
-
-    Raises ``DigestMismatch`` when the ``.metadata`` (or wheel) fetched is not the file the page's hash names,
-    ``InvalidWheel`` when the wheel downloaded as fallback is not a zip with one ``.dist-info/METADATA``, or when a
-    ``.metadata`` differs from the METADATA of a wheel at hand (``_check_against_wheel``).
-    """
-    metadata = _metadata(candidate) if candidate.metadata_url is not None else None
-    if metadata is not None:
-        assert candidate.metadata_url is not None
-        raw = _core_metadata(metadata, candidate, redact(candidate.metadata_url))
-        _check_against_wheel(candidate, metadata)
-    else:
-        label = labelled_torch(candidate.name.version)
-        if label is not None:
-            return SpecifierSet(f"=={label}.*")
-        # The folder (and the download in it) is gone whatever happens, a deadline or an error included.
-        with tempfile.TemporaryDirectory(prefix="kernelwheel-wheel-") as folder:
-            metadata = _metadata_of_wheel(_wheel(candidate, Path(folder)), candidate)
-        raw = _core_metadata(metadata, candidate, f"{redact(candidate.url)} (its METADATA)")
-    requires = raw.get("requires_dist", [])
-    return torch_requirement_from(requires if isinstance(requires, list) else [], candidate.filename, environment)

@@ -15,9 +15,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernelwheel.io.errors import InvalidWheel, ToolError, one_line
+from kernelwheel.io.errors import InvalidProjectName, InvalidWheel, ToolError, one_line
 from kernelwheel.wheels.naming import WheelName, is_distribution_name, labelled_torch, torch_minor
-from kernelwheel.wheels.wheelfile import MAX_METADATA_BYTES, UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, check_wheel
+from kernelwheel.wheels.wheel_reader import MAX_METADATA_BYTES, UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, check_wheel
 
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
 _MAX_PATCH = 99
@@ -142,14 +142,21 @@ def torch_floor(specifier: SpecifierSet | None) -> Version | None:
     return min(floors, default=None)
 
 
-def check_project_name(name: str, filename: str) -> None:
-    """Refuse a distribution name that is not a PEP 508 name (non-ASCII, ``fóo``): PEP 503 pages and installers
-    only know ASCII names."""
-    if not is_distribution_name(name):
+def check_project_name(name: str, filename: str | None = None) -> None:
+    """Refuse a distribution name that is not a PEP 508 name (non-ASCII, ``fóo``; a requirement such as
+    ``img2gray-cu130>=0.2``): PEP 503 pages and installers only know ASCII names.
+
+    ``filename`` is the wheel the name was read from: ``InvalidWheel`` naming it. Without one the name is a project
+    to install, as a user typed it: ``InvalidProjectName``."""
+    if is_distribution_name(name):
+        return
+    if filename is not None:
         raise InvalidWheel(
             f"{filename}: the project name {name!r} is not a PEP 508 name (ASCII letters, digits, '.', '_', '-'; "
             "starting and ending with a letter or digit)"
         )
+    raise InvalidProjectName(f"expected a distribution name such as img2gray-cu130 (no version, extras or "
+                             f"spaces: the wheel is chosen for the target's torch), got {name!r:.120}")
 
 
 def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:

@@ -53,7 +53,7 @@ from kernelwheel.io.atomic import sweep_stale_temporaries, write_atomic
 from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError
 from kernelwheel.io.limited_read import read_limited
 from kernelwheel.wheels.naming import torch_label, torch_minor
-from kernelwheel.wheels.wheelfile import MAX_METADATA_BYTES
+from kernelwheel.wheels.wheel_reader import MAX_METADATA_BYTES
 
 
 @dataclass

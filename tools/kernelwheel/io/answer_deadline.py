@@ -5,6 +5,8 @@ A read timeout bounds the wait for each piece of an answer, not the answer: a se
 
 * ``call_within(seconds, work)`` runs a stdlib request (``revision_probe``'s HEAD) on a daemon thread and stops
   waiting for it at the deadline: ``TimeoutError``. The abandoned thread holds no file and ends with its socket.
+  ``call_with_deadline`` does the same for reading a package index (``install_plan.plan_install``, every request
+  together), ending in ``IndexUnreachable``.
 * ``bound_huggingface_hub()`` gives huggingface_hub (through its public ``set_client_factory``) an httpx client whose
   transport ends every answer at its deadline: connect, request and response headers within ``headers_s()`` (the
   larger of ``HF_HUB_ETAG_TIMEOUT`` and ``HF_HUB_DOWNLOAD_TIMEOUT``, its own settings, so users tune one thing), the
@@ -28,6 +30,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from kernelwheel.io.errors import IndexUnreachable
 
 if TYPE_CHECKING:
     import httpx2
@@ -57,6 +61,37 @@ def call_within(seconds: float, work: Callable[[], T], what: str = "the answer")
         raise outcome["error"]
     value: T = outcome["value"]
     return value
+
+
+def call_with_deadline(work: Callable[[], T], seconds: float, what: str, shown_s: float | None = None) -> T:
+    """``work()``, or ``IndexUnreachable`` once ``seconds`` have passed without it finishing (the message names
+    ``shown_s``, the whole deadline, when the caller has spent part of it already).
+
+    requests' timeouts bound each read, not a whole answer: a server sending a byte every few seconds never
+    trips them. So the work runs in a daemon thread; past the deadline it is abandoned (it holds no files, and
+    the process exit ends it) and the caller gets the error at once.
+    """
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name="index-reader", daemon=True)
+    worker.start()
+    worker.join(max(seconds, 0.0))
+    if worker.is_alive():
+        limit = shown_s if shown_s is not None else seconds
+        raise IndexUnreachable(
+            f"{what}: no complete answer within {limit:g} s (the deadline for reading the index, --timeout); "
+            "the server is too slow or is holding the connection open. Nothing was installed"
+        )
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def headers_s() -> float:

@@ -15,7 +15,7 @@ from kernelwheel.io.errors import PublishFailed
 from kernelwheel.publish.plan import BASE_BRANCH, Plan, RemoteRefs, count
 
 if TYPE_CHECKING:
-    from huggingface_hub import HfApi  # imported by whoever builds the HfApi (hub.HubSettings.api)
+    from huggingface_hub import HfApi  # imported by whoever builds the HfApi (kernelwheel.hub.settings.HubSettings.api)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-from kernelwheel.format.variants import ABI3T_MIN_PYTHON, Python
+from kernelwheel.format.variant_pieces import ABI3T_MIN_PYTHON, Python
 from kernelwheel.io import json_cache
 from kernelwheel.io.errors import InvalidVariant
 from kernelwheel.wheels.naming import manylinux_tag

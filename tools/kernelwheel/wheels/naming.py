@@ -32,7 +32,8 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from kernelwheel.format.variants import Backend, Noarch, Sdk, Torch, TorchStableAbi, TvmFfi, Variant
+from kernelwheel.format.variant_pieces import Backend, Noarch, Sdk, Torch, TorchStableAbi, TvmFfi
+from kernelwheel.format.variants import Variant
 from kernelwheel.io.atomic import NAME_MAX, TEMPORARY_NAME_OVERHEAD
 from kernelwheel.io.errors import InvalidVariantName, InvalidWheelName
 
@@ -80,7 +81,7 @@ def distribution_name(kernel: str, backend_tag: str | None) -> str:
     if backend_tag is None:
         return kernel
     try:
-        backend = Backend.parse(backend_tag)  # the one parser of backend tags (variants.Backend)
+        backend = Backend.parse(backend_tag)  # the one parser of backend tags (variant_pieces.Backend)
     except InvalidVariantName as exc:
         raise InvalidWheelName(f"backend tag {backend_tag!r}: {exc}") from None
     if backend.tag != backend_tag:

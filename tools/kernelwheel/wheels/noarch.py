@@ -20,7 +20,8 @@ from pathlib import Path
 
 from kernelwheel.format.digests import digested_files, file_digest
 from kernelwheel.format.variant_folder import collect_files, read_metadata
-from kernelwheel.format.variants import Noarch, Variant
+from kernelwheel.format.variant_pieces import Noarch
+from kernelwheel.format.variants import Variant
 from kernelwheel.io.errors import ToolError
 
 # Which folder the single noarch wheel is built from when all are the same build.

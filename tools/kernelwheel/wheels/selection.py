@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from kernelwheel.format.variants import CPUS, CxxAbi, Torch, Variant, display_name
+from kernelwheel.format.variant_pieces import CPUS, CxxAbi, Torch
+from kernelwheel.format.variants import Variant, display_name
 from kernelwheel.io.errors import InvalidVariantName
 
 

@@ -14,7 +14,7 @@ package that lives in a zip, so the archive is unpacked into the package folder,
 
 The installed folder is then a files layout: its metadata.json says ``"build-layout": "files"``, and its digest is
 recomputed over the installed files (see ``installed_metadata``). The original digest, which covers the archive,
-is verified before anything here runs (``convert.build_variant``).
+is verified before anything here runs (``checked_variant.check_variant_dir``).
 """
 
 from __future__ import annotations
