@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -135,7 +136,7 @@ def _venv_run(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_verify_installed_wheel_then_edited_files(wheelhouse: Path, trusted_root: Path, tmp_path: Path) -> None:
     """pip installs the wheel into a fresh venv (which sees this venv's sigstore and kernels for the command);
     verify_wheel passes, then fails on an edited module and on an edited metadata.json."""
-    site = next((REPO_ROOT / ".venv" / "lib").glob("python3.*/site-packages"))
+    site = Path(sysconfig.get_paths()["purelib"])  # the venv running the tests: `make test`'s or `make test-toolkit`'s
     venv = fresh_venv(tmp_path / "venv", share_site_packages_of=site)
     pip = _venv_run(venv, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--find-links", str(wheelhouse),
                     "sigkernel-cpu")
