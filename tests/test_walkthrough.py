@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.repo import REPO_ROOT
-from tests.helpers.servers import free_port
+from tests.helpers.servers import free_ports
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +67,8 @@ def test_the_page_has_the_steps_it_promises() -> None:
 def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
     demo = tmp_path / "demo"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "PIP_"))}
-    env.update(DEMO=str(demo), INDEX_PORT=str(free_port()), HUB_PORT=str(free_port()), HF_HOME=str(tmp_path / "hf"),
+    index_port, hub_port = free_ports(2)  # two ports at once: asked one by one, the system may give the same twice
+    env.update(DEMO=str(demo), INDEX_PORT=str(index_port), HUB_PORT=str(hub_port), HF_HOME=str(tmp_path / "hf"),
                PIP_CONFIG_FILE="/dev/null", PIP_DISABLE_PIP_VERSION_CHECK="1")
     text = script(bash_commands(WALKTHROUGH.read_text(encoding="utf-8")))
     result = subprocess.run(["bash", "-c", text], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200)
