@@ -4,6 +4,7 @@ package cannot drift; and the imports follow the layers it lists: a module impor
 from __future__ import annotations
 
 import ast
+import graphlib
 import re
 from pathlib import Path
 
@@ -47,6 +48,27 @@ def test_every_import_points_down_the_layers() -> None:
         upward += [f"{module} imports kernelwheel.{layer}" for layer in _imported_layers(path)
                    if layer in LAYERS and LAYERS.index(layer) > rank]
     assert not upward, upward
+
+
+def _imported_modules(path: Path, modules: set[str]) -> set[str]:
+    """The kernelwheel modules ``path`` imports (``from kernelwheel.x import y`` counts ``x.y`` when that is a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kernelwheel."):
+            base = node.module.removeprefix("kernelwheel.").replace(".", "/")
+            found |= {name for name in [base, *(f"{base}/{alias.name}" for alias in node.names)] if name in modules}
+    return found
+
+
+def test_no_two_modules_import_each_other_even_through_others() -> None:
+    """Inside a layer too, the imports point one way: a conversion's data never climbs back up the modules."""
+    modules = _modules()
+    graph = {module: _imported_modules(path, set(modules)) for module, path in modules.items()}
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as cycle:
+        raise AssertionError(f"an import cycle: {' -> '.join(cycle.args[1])}") from None
+    assert set(order) >= set(modules)
 
 
 def test_the_package_never_imports_tools_or_torch_at_its_top_level() -> None:
