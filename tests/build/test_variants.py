@@ -21,7 +21,7 @@ from packaging.version import Version as pv
 from kernelwheel.format.digests import verify_digest
 from kernelwheel.format.variant_folder import collect_files, read_metadata
 from kernelwheel.io.errors import BuildFailed
-from kernelwheel.publish.git import GitTransport
+from kernelwheel.publish.git_transport import GitTransport
 from kernelwheel.publish.release import publish
 from kernelwheel.wheels.naming import WheelName
 from tests.helpers.elf import demangled, dynamic_symbols

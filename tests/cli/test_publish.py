@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from kernelwheel.cli.publish import main
 from kernelwheel.io.errors import VersionExists
-from kernelwheel.publish.git import GitTransport
+from kernelwheel.publish.git_transport import GitTransport
 from kernelwheel.publish.release import publish
 from tests.helpers import kernel_repos
 from tests.helpers.git_remotes import make_build, make_remote, refs, rehash

@@ -70,10 +70,10 @@ index/pages                 the HTML of a PEP 503 index: project pages with PEP 
 index/state                 simple/.index-state.json (what the last run wrote) and the lock that serialises runs
 index/target_environment    the target's interpreter and torch (probed, never imported); kernels' CUDA/ROCm rules
 index/wheel_download        a wheel an index links to, as a file: hashed as it arrives, within a size cap and a deadline
-index/wheels                what the index needs to know about one wheel, read and validated once
+index/indexed_wheel         what the index needs to know about one wheel, read and validated once
 index/writer                a static private index for a wheelhouse, with one sub-index per torch minor
-publish/git                 a git repository (path or URL) as the Hub repository
-publish/hub                 a Hub repository through huggingface_hub's HfApi
+publish/git_transport       a git repository (path or URL) as the Hub repository
+publish/hub_transport       a Hub repository through huggingface_hub's HfApi
 publish/plan                what a publish writes (branch v<major>, tag v<version>, the staged variants) and its checks
 publish/release             publish a kernel's build/<variant>/ folders under a version: branch + tag
 publish/staging             a build folder checked and copied aside: exactly the bytes that will be published

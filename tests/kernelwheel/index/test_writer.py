@@ -19,7 +19,7 @@ from wheel.wheelfile import WheelFile
 
 from kernelwheel.cli import index as index_cli
 from kernelwheel.index import writer
-from kernelwheel.index.wheels import IndexedWheel, admits_torch_minor, inspect_wheel
+from kernelwheel.index.indexed_wheel import IndexedWheel, admits_torch_minor, inspect_wheel
 from kernelwheel.index.writer import write_index
 from kernelwheel.io import atomic
 from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError

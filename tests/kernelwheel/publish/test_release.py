@@ -20,7 +20,7 @@ from kernelwheel.io.errors import (
     PublishFailed,
     RevisionNotFound,
 )
-from kernelwheel.publish.git import GitTransport
+from kernelwheel.publish.git_transport import GitTransport
 from kernelwheel.publish.plan import release_version
 from kernelwheel.publish.release import publish
 from tests.helpers import kernel_repos

@@ -25,6 +25,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from kernelwheel.cli import prog
+from kernelwheel.index.indexed_wheel import check_project_name
 from kernelwheel.index.install_command_line import (
     PASSWORD_ENV,
     printable_argv,
@@ -34,7 +35,6 @@ from kernelwheel.index.install_command_line import (
 )
 from kernelwheel.index.install_plan import DEFAULT_DEADLINE_S, plan_install
 from kernelwheel.index.target_environment import Environment
-from kernelwheel.index.wheels import check_project_name
 from kernelwheel.io.console import make_console, print_error, print_step
 from kernelwheel.io.errors import ToolError, TorchNotInstalled
 from kernelwheel.io.urls import redact

@@ -12,8 +12,8 @@ from kernelwheel.cli.arguments import check_repo_id_argument, path_argument
 from kernelwheel.hub.settings import HubSettings
 from kernelwheel.io.console import make_console, print_error
 from kernelwheel.io.errors import ToolError
-from kernelwheel.publish.git import GitTransport
-from kernelwheel.publish.hub import HubTransport
+from kernelwheel.publish.git_transport import GitTransport
+from kernelwheel.publish.hub_transport import HubTransport
 from kernelwheel.publish.plan import Transport
 from kernelwheel.publish.release import publish
 

@@ -16,8 +16,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernelwheel.index.client import Candidate, metadata_file
+from kernelwheel.index.indexed_wheel import metadata_bytes, torch_requirement_from
 from kernelwheel.index.wheel_download import download_wheel
-from kernelwheel.index.wheels import metadata_bytes, torch_requirement_from
 from kernelwheel.io.errors import IndexUnreachable, InvalidWheel
 from kernelwheel.io.urls import printable, redact
 from kernelwheel.wheels.naming import labelled_torch

@@ -37,8 +37,8 @@ from packaging.version import Version
 
 from kernelwheel.index.client import Candidate, check_url, list_candidates
 from kernelwheel.index.core_metadata import torch_requirement_of
+from kernelwheel.index.indexed_wheel import check_project_name
 from kernelwheel.index.target_environment import TOOLKITS, Environment, check_backend, project_backend
-from kernelwheel.index.wheels import check_project_name
 from kernelwheel.io.answer_deadline import call_with_deadline
 from kernelwheel.io.errors import NoCompatibleWheel, ToolError
 from kernelwheel.io.urls import redact

@@ -20,7 +20,7 @@ from itertools import combinations
 
 from packaging.tags import Tag
 
-from kernelwheel.index.wheels import IndexedWheel
+from kernelwheel.index.indexed_wheel import IndexedWheel
 
 _NEWEST = 10**6  # "and every newer minor"
 _CPYTHON = re.compile(r"cp3(\d+)", re.ASCII)

@@ -6,7 +6,7 @@ import html
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
-from kernelwheel.index.wheels import IndexedWheel
+from kernelwheel.index.indexed_wheel import IndexedWheel
 
 # PEP 629: the API version of the pages we write (1.0: PEP 503 + PEP 658/714 attributes, no JSON).
 REPOSITORY_VERSION = "1.0"

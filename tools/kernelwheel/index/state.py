@@ -21,7 +21,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from kernelwheel.index.wheels import IndexedWheel
+from kernelwheel.index.indexed_wheel import IndexedWheel
 from kernelwheel.io.errors import InvalidIndexState, InvalidWheelName
 from kernelwheel.io.limited_read import read_limited
 from kernelwheel.wheels.naming import WheelName

@@ -37,10 +37,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from kernelwheel.index.overlap import overlapping_builds
-from kernelwheel.index.pages import project_page, root_page
-from kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
-from kernelwheel.index.wheels import (
+from kernelwheel.index.indexed_wheel import (
     IndexedWheel,
     admits_torch_minor,
     inspect_wheel,
@@ -49,6 +46,9 @@ from kernelwheel.index.wheels import (
     sha256_file,
     torch_floor,
 )
+from kernelwheel.index.overlap import overlapping_builds
+from kernelwheel.index.pages import project_page, root_page
+from kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
 from kernelwheel.io.atomic import sweep_stale_temporaries, write_atomic
 from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError
 from kernelwheel.io.limited_read import read_limited

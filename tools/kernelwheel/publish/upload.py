@@ -2,7 +2,7 @@
 
 A server stores whatever bytes it is sent under a wheel's name (pypiserver takes ``junk-1.0-py3-none-any.whl`` of
 random bytes), and the installers then fail on it. So every wheel is validated here before ``twine upload`` runs
-at all, with the same checks ``kernelwheel index`` applies (``kernelwheel.index.wheels.inspect_wheel``): a
+at all, with the same checks ``kernelwheel index`` applies (``kernelwheel.index.indexed_wheel.inspect_wheel``): a
 readable zip, a PEP 508 (ASCII) name, a ``.dist-info/RECORD`` whose hashes match, a ``METADATA`` whose Name and
 Version are the file name's, a ``+torchX.Y`` label that agrees with ``Requires-Dist: torch``; and no two files that
 normalise to one wheel. One bad wheel stops the whole upload; nothing is sent.
@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from kernelwheel.index.client import check_url
-from kernelwheel.index.wheels import IndexedWheel, inspect_wheel, normalised_collisions
+from kernelwheel.index.indexed_wheel import IndexedWheel, inspect_wheel, normalised_collisions
 from kernelwheel.io.errors import InvalidWheel, PublishFailed, ToolError
 from kernelwheel.io.limited_read import file_problem
 from kernelwheel.io.urls import redact
