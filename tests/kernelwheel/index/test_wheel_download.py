@@ -10,9 +10,7 @@ the command calls, with the cap lowered so that the test does not send 2 GiB).
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
-import http.server
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,18 +23,13 @@ from kernelwheel.index.install_plan import plan_install
 from kernelwheel.index.target_environment import Environment
 from kernelwheel.io.errors import DigestMismatch, InvalidWheel
 from tests.helpers import standin_wheels as standin
-from tests.helpers.index_servers import one_error, timed_install_command
-from tests.helpers.servers import drip_server, in_thread, send_endless_body
+from tests.helpers.index_servers import QuietHandler, one_error, serve, timed_install_command
+from tests.helpers.servers import drip_server, send_endless_body
 
 STABLE = "img2gray_cu130-0.3.0-cp39-abi3-manylinux_2_28_x86_64.whl"  # no +torch label: the wheel itself is read
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-class _Flood(_Quiet):
+class _Flood(QuietHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
@@ -53,10 +46,10 @@ def _page(root: Path, href: str) -> None:
 
 
 @contextlib.contextmanager
-def _serve(root: Path, handler: type[_Quiet] = _Quiet) -> Iterator[str]:
-    """``root`` over http.server on loopback; yields its ``http://127.0.0.1:<port>``."""
-    with in_thread(functools.partial(handler, directory=str(root))) as url:
-        yield url
+def _serve(root: Path, handler: type[QuietHandler] = QuietHandler) -> Iterator[str]:
+    """``root`` over http.server on loopback (``index_servers.serve``); yields its ``http://127.0.0.1:<port>``."""
+    with serve(root, handler) as host:
+        yield f"http://{host}"
 
 
 @pytest.mark.needs_torch  # plans for this interpreter, whose torch decides the wheel
