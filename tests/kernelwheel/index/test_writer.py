@@ -20,10 +20,11 @@ from wheel.wheelfile import WheelFile
 from kernelwheel.cli import index as index_cli
 from kernelwheel.index import writer
 from kernelwheel.index.indexed_wheel import IndexedWheel, admits_torch_minor, inspect_wheel
+from kernelwheel.index.torch_minors import released_torch_minors
 from kernelwheel.index.writer import write_index
 from kernelwheel.io import atomic
 from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError
-from kernelwheel.wheels.naming import WheelName
+from kernelwheel.wheels.naming import WheelName, torch_label
 from kernelwheel.wheels.wheel_contents import WheelContents
 from kernelwheel.wheels.wheel_writer import build_metadata, write_wheel
 from tests.helpers import standin_wheels as standin
@@ -33,6 +34,11 @@ T213 = "img2gray_cu130-0.1.0+torch2.13-cp39-abi3-manylinux_2_28_x86_64.whl"
 T214 = "img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl"
 STABLE = "img2gray_stable_cu130-0.1.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 _LINK = re.compile(r'<a href="([^"#]+)#sha256=([0-9a-f]{64})"([^>]*)>([^<]+)</a>')
+
+
+def released_from(first: str) -> list[str]:
+    """The sub-index folders of every released torch minor (torch_minors.json) from ``first`` on."""
+    return [torch_label(m) for m in released_torch_minors() if m >= Version(first)]
 
 
 @pytest.fixture
@@ -80,13 +86,15 @@ def test_root_page_lists_projects_by_normalized_name(wheelhouse: Path) -> None:
 
 def test_torch_sub_index_holds_only_builds_for_that_torch(wheelhouse: Path) -> None:
     report = write_index(wheelhouse)
-    # 2.11 and 2.12: no wheel names them, but the stable build's torch>=2.10 admits them (issue M).
-    assert report.torch_indexes == ["torch2.10", "torch2.11", "torch2.12", "torch2.13", "torch2.14"]
+    # 2.11, 2.12 and 2.15 on: no wheel names them, but the stable build's torch>=2.10 admits them, and torch has
+    # released them (torch_minors.json).
+    assert report.torch_indexes == released_from("2.10")
+    assert report.torch_indexes[:6] == ["torch2.10", "torch2.11", "torch2.12", "torch2.13", "torch2.14", "torch2.15"]
     simple = wheelhouse / "simple"
     assert sorted(links(simple / "torch2.14" / "img2gray-cu130" / "index.html")) == [T214]
     assert sorted(links(simple / "torch2.13" / "img2gray-cu130" / "index.html")) == [T213]
     # A stable-ABI build (torch>=2.10) belongs to every sub-index from 2.10 on.
-    for sub in ("torch2.10", "torch2.11", "torch2.12", "torch2.13", "torch2.14"):
+    for sub in report.torch_indexes:
         assert sorted(links(simple / sub / "img2gray-stable-cu130" / "index.html")) == [STABLE]
     assert not (simple / "torch2.10" / "img2gray-cu130").exists()
     assert re.findall(r'href="([^"]+)"', (simple / "torch2.10" / "index.html").read_text()) == [
@@ -103,6 +111,41 @@ def test_extra_torch_minor_gets_a_sub_index_of_stable_builds(wheelhouse: Path) -
     sub = wheelhouse / "simple" / "torch2.16"
     assert sorted(links(sub / "img2gray-stable-cu130" / "index.html")) == [STABLE]
     assert not (sub / "img2gray-cu130").exists()
+
+
+@pytest.mark.parametrize(("requires", "expected"), [
+    ("torch>=2.10,<2.13", ["torch2.10", "torch2.11", "torch2.12"]),  # an upper bound ends the run of minors
+    ("torch==2.14.*", ["torch2.14"]),  # a classic build: its own minor only
+    ("torch~=2.13.0", ["torch2.13"]),
+    ("torch>=2.12,!=2.13.*", [m for m in released_from("2.12") if m != "torch2.13"]),
+])
+def test_a_wheel_gets_the_released_minors_its_requirement_admits(tmp_path: Path, requires: str,
+                                                                 expected: list[str]) -> None:
+    house = tmp_path / "wheelhouse"
+    _bad_wheel(house, version="0.1.0", requires=requires)
+    assert write_index(house).torch_indexes == expected
+
+
+def test_a_wheel_without_a_lower_bound_gets_only_the_minors_named(tmp_path: Path) -> None:
+    house = tmp_path / "wheelhouse"
+    _bad_wheel(house, version="0.1.0", requires="torch<2.13")
+    _bad_wheel(house, version="0.2.0", requires="torch")
+    assert write_index(house).torch_indexes == []
+    assert write_index(house, extra_torch=[Version("2.11")]).torch_indexes == ["torch2.11"]
+
+
+def test_a_hostile_requirement_gets_at_most_the_released_minors(tmp_path: Path) -> None:
+    """``torch>=0`` starts at the first minor listed, not at 0.0; a wheel naming torch 2.99999999 gets that one
+    sub-index, not the hundred million minors before it."""
+    house = tmp_path / "wheelhouse"
+    _bad_wheel(house, version="0.1.0", requires="torch>=0")
+    assert write_index(house).torch_indexes == released_from("0")
+    assert released_from("0")[0] == "torch2.0"
+    _bad_wheel(house, version="0.2.0+torch2.99999999", requires="torch==2.99999999.*")
+    report = write_index(house)
+    assert report.torch_indexes == [*released_from("0"), "torch2.99999999"]
+    sub = house / "simple" / "torch2.99999999" / "img2gray-cu130" / "index.html"
+    assert len(links(sub)) == 2  # torch>=0 admits it too
 
 
 def test_rerun_without_changes_revalidates_and_writes_nothing(wheelhouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,8 +187,8 @@ def test_removed_wheel_leaves_the_index_with_its_metadata_and_empty_sub_index(wh
     assert not (wheelhouse / (T213 + ".metadata")).exists()
     assert sorted(links(simple / "img2gray-cu130" / "index.html")) == [T214]
     assert not (simple / "torch2.13" / "img2gray-cu130").exists()
-    # torch2.13 stays, for the stable build (torch>=2.10) alone: every minor from 2.10 to the newest, 2.14.
-    assert report.torch_indexes == ["torch2.10", "torch2.11", "torch2.12", "torch2.13", "torch2.14"]
+    # torch2.13 stays, for the stable build (torch>=2.10) alone: every released minor from 2.10 on.
+    assert report.torch_indexes == released_from("2.10")
     assert sorted(links(simple / "torch2.13" / "img2gray-stable-cu130" / "index.html")) == [STABLE]
     (wheelhouse / STABLE).unlink()
     # No wheel names or admits torch 2.13 any more, so its sub-index goes.
@@ -175,7 +218,8 @@ def test_a_failed_update_leaves_the_previous_index_whole(wheelhouse: Path, monke
     for page in simple.rglob("index.html"):
         for target, sha, _ in links(page).values():
             assert hashlib.sha256(target.read_bytes()).hexdigest() == sha
-    assert write_index(wheelhouse).torch_indexes[-1] == "torch2.15"  # and the next run catches up
+    write_index(wheelhouse)  # and the next run catches up
+    assert (simple / "torch2.15" / "img2gray-cu130" / "index.html").is_file()
 
 
 def _bad_wheel(out: Path, *, version: str, requires: str) -> Path:
@@ -215,9 +259,11 @@ def test_torch_helpers() -> None:
 def test_main_prints_a_summary(wheelhouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert index_cli.main([str(wheelhouse)]) == 0
     out = capsys.readouterr().out.splitlines()
+    subs = released_from("2.10")  # each with its root page and the stable build's page; 2.13 and 2.14 also a classic's
+    written = 3 + 2 + 1 + 2 * len(subs) + 2  # .metadata files, project pages, the root page, sub-index pages
     assert out == [
-        f"Indexed 3 wheels of 2 projects in {wheelhouse / 'simple'}/ (3 new, 0 removed, 18 files written)",
-        "Per-torch indexes: " + ", ".join(f"simple/torch2.{minor}/" for minor in range(10, 15)),
+        f"Indexed 3 wheels of 2 projects in {wheelhouse / 'simple'}/ (3 new, 0 removed, {written} files written)",
+        "Per-torch indexes: " + ", ".join(f"simple/{sub}/" for sub in subs),
     ]
     assert index_cli.main([str(wheelhouse), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)

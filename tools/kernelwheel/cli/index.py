@@ -1,5 +1,7 @@
 """``kernelwheel index WHEELHOUSE``: write a static PEP 503 index with PEP 658 metadata and per-torch
-sub-indexes for the wheels in a folder (``kernelwheel.index.writer`` says what it writes, and in which order).
+sub-indexes for the wheels in a folder (``kernelwheel.index.writer`` says what it writes, and in which order): one for
+every released torch minor (``kernelwheel.index.torch_minors``) a wheel admits from its lower bound on, and one for each
+``--torch X.Y``.
 Exit status: 0 indexed; 1 a bad wheel (all listed), a bad state file or a write that failed (one ``error:`` line,
 the index already in place unchanged)."""
 
@@ -9,21 +11,19 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from kernelwheel.cli import prog
 from kernelwheel.cli.arguments import path_argument
+from kernelwheel.index.torch_minors import minor_version
 from kernelwheel.index.writer import write_index
 from kernelwheel.io.console import make_console, print_error, print_step, print_warning
 from kernelwheel.io.errors import ToolError
 
 
 def _torch_minor(text: str) -> Version:
-    try:
-        version = Version(text)
-    except InvalidVersion:
-        version = None
-    if version is None or str(version) != f"{version.major}.{version.minor}":  # no patch, pre, post, dev or local
+    version = minor_version(text)  # no patch, pre, post, dev or local
+    if version is None:
         raise argparse.ArgumentTypeError(f"expected a torch minor version X.Y (e.g. 2.14), got {text!r}")
     return version
 
@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         type=_torch_minor,
         metavar="X.Y",
-        help="also write simple/torchX.Y/ for this torch minor (repeatable), e.g. for stable-ABI builds",
+        help="also write simple/torchX.Y/ for this torch minor (repeatable): one not yet released, for stable-ABI "
+        "builds; every released minor a wheel admits gets its sub-index without it",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
     return parser

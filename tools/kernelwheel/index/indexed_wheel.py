@@ -60,9 +60,12 @@ class IndexedWheel:
         return None if self.torch is None else SpecifierSet(self.torch)
 
     def torch_minors(self) -> set[Version]:
-        """The torch minors this wheel names: its ``+torchX.Y`` label and every version in its torch specifier."""
+        """The torch minors this wheel names: its ``+torchX.Y`` label and the versions its torch specifier pins
+        (``==2.14.*``, ``~=2.13.0``, ``===2.14.1``); a bound (``>=0``, ``<2.13``) names none."""
         minors = {label} if (label := labelled_torch(self.name.version)) else set()
         for spec in self.torch_specifier or ():
+            if spec.operator not in ("==", "~=", "==="):
+                continue
             try:
                 version = Version(spec.version.removesuffix(".*"))
             except InvalidVersion:

@@ -10,6 +10,11 @@
       simple/torch2.14/index.html                only the projects that have a build for torch 2.14
       simple/torch2.14/img2gray-cu130/index.html only the wheels whose ``Requires-Dist: torch`` admits torch 2.14
 
+A wheel is in the sub-index of every torch minor its ``Requires-Dist: torch`` admits, from its lower bound on, among
+the minors torch has released (``torch_minors.json``, ``kernelwheel.index.torch_minors``), those a wheel names and those
+``--torch`` adds: a stable-ABI ``torch>=2.10`` build in ``torch2.10/`` up to the newest released minor, a classic
+``+torch2.14`` build (``torch==2.14.*``) in ``torch2.14/`` alone.
+
 Links carry ``#sha256=``, ``data-requires-python`` and ``data-core-metadata`` (plus the PEP 658 spelling
 ``data-dist-info-metadata`` for older pips). ``simple/torch2.14/`` is to this index what
 ``download.pytorch.org/whl/cu130`` is to PyTorch's: point ``--index-url`` at it and a resolver never even
@@ -49,6 +54,7 @@ from kernelwheel.index.indexed_wheel import (
 from kernelwheel.index.overlap import overlapping_builds
 from kernelwheel.index.pages import project_page, root_page
 from kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
+from kernelwheel.index.torch_minors import released_torch_minors
 from kernelwheel.io.atomic import sweep_stale_temporaries, write_atomic
 from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError
 from kernelwheel.io.limited_read import read_limited
@@ -77,10 +83,11 @@ class IndexReport:
 def write_index(wheelhouse: Path, *, extra_torch: Iterable[Version] = ()) -> IndexReport:
     """(Re)write ``wheelhouse/simple/`` and the ``.whl.metadata`` files for every ``wheelhouse/*.whl``.
 
-    ``extra_torch`` adds sub-indexes for torch minors no wheel names (e.g. ``2.15`` for a stable-ABI
-    ``torch>=2.10`` build that should also be found under ``simple/torch2.15/``); every minor between a wheel's lower
-    bound and the newest named one gets a sub-index too (``_sub_index_minors``). ``IndexReport.warnings`` names the
-    versions whose builds one machine would install alike (``overlap.py``).
+    Every released torch minor (``torch_minors.json``) from a wheel's lower bound on that the wheel admits gets a
+    sub-index (``_sub_index_minors``); ``extra_torch`` adds sub-indexes for minors neither released nor named by a
+    wheel (e.g. ``2.16`` before its release, for a stable-ABI ``torch>=2.10`` build that should also be found under
+    ``simple/torch2.16/``). ``IndexReport.warnings`` names the versions whose builds one machine would install alike
+    (``overlap.py``).
     Raises ``InvalidWheel`` (every bad wheel, listed), ``InvalidIndexState`` or ``IndexWriteFailed``; in each
     case the index already in place is left whole.
     """
@@ -155,31 +162,22 @@ def _replaced(path: Path, known: IndexedWheel | None, wheel: IndexedWheel) -> st
             "version, or remove the file, rerun the index, then add the new one")
 
 
-def _sub_index_minors(wheels: Iterable[IndexedWheel], extra_torch: Iterable[Version]) -> set[Version]:
-    """Every torch minor that gets a sub-index: those a wheel names or ``--torch`` adds, and every minor from a
-    wheel's lower bound up to the newest of those that the wheel admits (``torch>=2.10`` with builds for 2.14: also
-    2.11-2.13), so that "use the sub-index of your torch minor" finds every wheel that supports it."""
+def _sub_index_minors(wheels: Iterable[IndexedWheel], extra_torch: Iterable[Version],
+                      released: Iterable[Version]) -> set[Version]:
+    """Every torch minor that gets a sub-index: those ``--torch`` adds, and for each wheel the minors its
+    ``Requires-Dist: torch`` admits among those it names and, from its lower bound on (``torch>=2.10``,
+    ``==2.14.*``), the ``released`` ones, ``--torch``'s and those other wheels name; so that "use the sub-index of
+    your torch minor" finds every wheel that supports it. Only minors of these lists are ever tried: ``torch>=0``
+    gets one sub-index per released minor, from the first listed, and ``torch<2.13`` none."""
     wheels = list(wheels)
-    named = {m for w in wheels for m in w.torch_minors()} | {torch_minor(v) for v in extra_torch}
-    minors = set(named)
-    newest = max(named, default=None)
+    extra = {torch_minor(v) for v in extra_torch}
+    known = sorted(extra | set(released) | {m for w in wheels for m in w.torch_minors()})
+    minors = set(extra)
     for wheel in wheels:
-        floor = torch_floor(wheel.torch_specifier)
-        if floor is None or newest is None:
-            continue
-        minors.update(m for m in _minors_between(floor, newest, named)
-                      if admits_torch_minor(wheel.torch_specifier, m))
+        specifier, named, floor = wheel.torch_specifier, wheel.torch_minors(), torch_floor(wheel.torch_specifier)
+        minors.update(m for m in known if (m in named or (floor is not None and m >= floor))
+                      and admits_torch_minor(specifier, m))
     return minors
-
-
-def _minors_between(low: Version, high: Version, named: set[Version]) -> list[Version]:
-    """``low`` to ``high``, minor by minor; a major before ``high``'s ends at the newest minor ``named`` in it."""
-    found: list[Version] = []
-    for major in range(low.major, high.major + 1):
-        first = low.minor if major == low.major else 0
-        last = high.minor if major == high.major else max((m.minor for m in named if m.major == major), default=first)
-        found.extend(Version(f"{major}.{minor}") for minor in range(first, last + 1))
-    return found
 
 
 def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Version]) -> IndexReport:
@@ -225,7 +223,7 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
     by_project: dict[str, list[IndexedWheel]] = {}
     for wheel in wheels:
         by_project.setdefault(wheel.project, []).append(wheel)
-    minors = _sub_index_minors(wheels, extra_torch)
+    minors = _sub_index_minors(wheels, extra_torch, released_torch_minors())
 
     project_pages: dict[str, bytes] = {}
     root_pages: dict[str, bytes] = {}
