@@ -1,13 +1,17 @@
 """.github/workflows/upstream-canary.yml, checked offline: GitHub's schema and actionlint, a weekly schedule, the
-newest kernels added to the differential tests (which exist and carry the marker it selects), and the op tests
-run under the newest torch."""
+newest kernels added to the differential tests (which exist and carry the marker it selects), the op tests
+run under the newest torch, and the list of released torch minors compared with PyPI's (its commands run here on a
+recorded answer of PyPI's)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 
+from kernelwheel.index.torch_minors import released_torch_minors
 from tests.helpers import workflows
 from tests.helpers.kernels_releases import SUPPORTED_KERNELS
 from tests.helpers.repo import REPO_ROOT
@@ -63,3 +67,37 @@ def test_torch_job_runs_the_op_tests_under_an_unpinned_newest_torch() -> None:
     recipe = makefile[makefile.index("\ntest-torch:"):].split("\n\n")[0]
     assert '--no-deps "$$(cat dist/.wheel-path)"' in recipe, "the stable wheel make wheel built, torch left alone"
     assert recipe.rstrip().endswith("-m pytest tests/test_ops.py")
+
+
+def _canary_pytest(args: list[str], releases: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TORCH_RELEASES": releases}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", *args],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
+
+
+def test_torch_minors_job_compares_the_released_minors_with_pypis() -> None:
+    """The job's two commands, run here: its extraction on a PEP 691 answer of PyPI's for torch (``versions``, PEP
+    700), then its pytest selection with that list, which passes; with a minor the file lacks, it fails naming it."""
+    job = load_workflow(WORKFLOW)["jobs"]["torch-minors"]
+    assert step_running(job, "make .venv-toolkit/.installed")
+    script = step_running(job, "TORCH_RELEASES=")["run"]
+    assert "curl -fsSL --retry 3 -H 'Accept: application/vnd.pypi.simple.v1+json' https://pypi.org/simple/torch/" in script
+    extract = re.search(r"\| python -c '([^']+)'\)\"$", script, re.M)
+    run = re.search(r'^TORCH_RELEASES="\$\{released\}" \.venv-toolkit/bin/python -m pytest (.+)$', script, re.M)
+    assert extract and run, script
+    listed = [f"{minor}.0" for minor in released_torch_minors()]
+    answer = {"meta": {"api-version": "1.1"}, "name": "torch", "files": [], "versions": ["1.13.1", *listed]}
+    released = subprocess.run([sys.executable, "-c", extract[1]], input=json.dumps(answer), capture_output=True,
+                              text=True, check=True).stdout.strip()
+    assert released.split() == answer["versions"]
+
+    args = run[1].split()
+    assert args[:2] == ["-m", "torch_release"]
+    passed = _canary_pytest(args, released)
+    assert passed.returncode == 0 and "1 passed" in passed.stdout, passed.stdout[-3000:] + passed.stderr[-3000:]
+    newest = released_torch_minors()[-1]
+    following = f"{newest.major}.{newest.minor + 1}"
+    failed = _canary_pytest(args, f"{released} {following}.0")
+    assert failed.returncode == 1, failed.stdout[-3000:]
+    assert (f'torch {following} is released on PyPI: add "{following}" to tools/kernelwheel/index/torch_minors.json '
+            "so that kernelwheel index writes its sub-index") in failed.stdout
