@@ -40,7 +40,8 @@ _into: Callable[[Tensor, Optional[Tensor]], None] = ops._img2gray_into.default._
 
 # The classic build refuses out= with autograd and bumps `out`'s version in C++, at the Autograd and ADInplaceOrView
 # keys of both out= ops, as torch's own out= ops do, so the wrapper's eager out= path there is one C++ call. The
-# stable ABI reaches neither requires_grad nor a version counter from C++: for that build, Python does both.
+# stable ABI reaches neither requires_grad nor a version counter from C++: for that build, Python does both (the
+# wrapper itself, and `img2gray.out`'s ADInplaceOrView kernel for direct `torch.ops` calls).
 _OUT_GUARDED_IN_CPP = build_info().abi == "classic"
 _library = impl_library()  # kept for the life of the module: its registrations go with it
 
@@ -61,10 +62,17 @@ def _bump_then_into(image: Tensor, *, out: Optional[Tensor]) -> Optional[Tensor]
     torch.export's run_decompositions can functionalize; they refuse `img2gray.out` itself, whose result carries an
     alias annotation (`-> Tensor(a!)`, without torch's `out` tag, which the stable ABI can set only from torch 2.12).
 
+    First it refuses out= with autograd, as torch's own out= ops do (and the classic build's C++ Autograd kernel):
+    torch's autograd fallback, which runs just above this key for an op without an Autograd kernel, changes neither
+    grad mode nor the arguments, so the refusal here is the one the classic build makes a key earlier, before anything
+    is written.
+
     The classic build has this kernel in C++. Here it is Python, like the kernel torch.library.custom_op gives mutable
-    ops, and costs ~2.7 us per direct `torch.ops` call; the wrapper's eager path bumps the version itself and does not
+    ops, and costs ~2.7 us per direct `torch.ops` call; the wrapper's eager path checks and bumps itself and does not
     pay it. Like custom_op's kernel it leaves inference tensors alone (increment_version skips them): they have no
     version and can never be saved for backward."""
+    if torch.is_grad_enabled() and (image.requires_grad or (out is not None and out.requires_grad)):
+        raise RuntimeError(OUT_AUTOGRAD_MESSAGE)
     if out is not None:  # None: `_img2gray_into`'s check says what it expected
         increment_version(out)
     _into(image, out)
