@@ -112,8 +112,22 @@ def test_hub2wheel_signature_options(signed_repo: Path, trusted_root: Path, tmp_
     rc, out, err = _run(hub2wheel.main, [str(unsigned), "--out", str(tmp_path / "s"), "--require-signature"], capsys)
     assert rc == 1 and out == "" and "and --require-signature is set" in err
 
+    # unsigned: its RECORD and metadata.json's digest are still checked, then the missing signature is an error
     rc, _, err = _run(verify_wheel.main, [str(tmp_path / "w" / WHEEL)], capsys)
-    assert rc == 1 and err == f"error: {WHEEL}: no <package>/metadata.json.sigstore (built from an unsigned variant?)\n"
+    checked = "file(s) match their RECORD hashes; 3 file(s) match its sha256 digest"
+    assert rc == 1 and err.startswith(f"error: {WHEEL}: no <package>/metadata.json.sigstore (built from an unsigned "
+                                      "variant?); ") and checked in err
+    assert err.endswith("; --allow-unsigned accepts it\n") and err.count("\n") == 1
+    rc, out, err = _run(verify_wheel.main, [str(tmp_path / "w" / WHEEL), "--allow-unsigned"], capsys)
+    assert (rc, err) == (0, "") and out.startswith(f"{WHEEL}: unsigned; ") and checked in out
+    tampered = tmp_path / "tampered" / WHEEL
+    tampered.parent.mkdir()
+    with zipfile.ZipFile(tmp_path / "w" / WHEEL) as source, zipfile.ZipFile(tampered, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            target.writestr(info, data + b"# edited\n" if info.filename.endswith("_ops.py") else data)
+    rc, out, err = _run(verify_wheel.main, [str(tampered), "--allow-unsigned"], capsys)
+    assert rc == 1 and out == "" and "Hash mismatch for file 'sigkernel/_ops.py'" in err and err.count("\n") == 1
 
 
 def test_verify_wheel_file(wheelhouse: Path, trusted_root: Path, tmp_path: Path,
@@ -173,6 +187,44 @@ def test_verify_installed_wheel_then_edited_files(wheelhouse: Path, trusted_root
     assert kernels_verify_variant(package, trusted_root).name == "SignatureVerificationFailure"
 
 
+def test_verify_installed_unsigned_wheel_checks_record_and_digest(tmp_path: Path, so_cache: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """An installed wheel from an unsigned variant: every installed file is hashed against RECORD and the package
+    against metadata.json's digest; the missing signature fails it unless --allow-unsigned, an edited file always."""
+    unsigned = tmp_path / "unsigned" / "sigkernel"
+    kernel_repos.flat_variant(unsigned / "build", VARIANT, so_cache, name="sigkernel")
+    rc, _, err = _run(hub2wheel.main, [str(unsigned), "--out", str(tmp_path / "w")], capsys)
+    assert rc == 0, err
+    site = Path(sysconfig.get_paths()["purelib"])
+    venv = fresh_venv(tmp_path / "venv", share_site_packages_of=site)
+    pip = _venv_run(venv, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--find-links",
+                    str(tmp_path / "w"), "sigkernel-cpu")
+    assert pip.returncode == 0, pip.stderr
+    verify = ("-m", "tools.cli.verify_wheel", "sigkernel-cpu")
+    refused = _venv_run(venv, *verify)
+    assert refused.returncode == 1 and refused.stdout == "" and len(refused.stderr.splitlines()) == 1
+    assert refused.stderr.startswith("error: sigkernel-cpu 1+torch2.13: no <package>/metadata.json.sigstore")
+    assert "file(s) match their RECORD hashes; 3 file(s) match its sha256 digest" in refused.stderr
+    accepted = _venv_run(venv, *verify, "--allow-unsigned")
+    assert accepted.returncode == 0 and accepted.stdout.startswith("sigkernel-cpu 1+torch2.13: unsigned; ")
+
+    package = Path(_venv_run(venv, "-c", "import importlib.util as u; print(u.find_spec('sigkernel').origin)")
+                   .stdout.strip()).parent
+    ops = package / "_ops.py"
+    original = ops.read_bytes()
+    ops.write_text("edited = True\n")
+    edited = _venv_run(venv, *verify, "--allow-unsigned")  # metadata.json's digest speaks first
+    assert edited.returncode == 1 and edited.stdout == ""
+    assert edited.stderr == ("error: sigkernel-cpu 1+torch2.13 (sigkernel): _ops.py does not match its sha256 digest "
+                             "in metadata.json\n")
+    ops.write_bytes(original)
+    (next(package.parent.glob("sigkernel_cpu-*.dist-info")) / "INSTALLER").write_text("not pip\n")  # RECORD only
+    edited = _venv_run(venv, *verify, "--allow-unsigned")
+    assert edited.returncode == 1 and edited.stdout == ""
+    assert edited.stderr.startswith("error: sigkernel-cpu 1+torch2.13: sigkernel_cpu-")
+    assert edited.stderr.endswith(".dist-info/INSTALLER does not match its RECORD hash\n")
+
+
 def test_verify_wheel_nested_layout(tmp_path: Path, so_cache: Path, trusted_root: Path, sigstore: SigstoreInstance,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     """Nested layout: metadata.json sits above the package and its digest names ``<pkg>/...``; the wheel carries
@@ -200,8 +252,9 @@ def test_verify_wheel_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytes
     os.mkfifo(tmp_path / "fifo.whl")  # was "no such wheel file", though it is there
     rc, _, err = _run(verify_wheel.main, [str(tmp_path / "fifo.whl")], capsys)
     assert rc == 1 and err == f"error: {tmp_path / 'fifo.whl'}: not a regular file (a FIFO)\n"
-    rc, _, err = _run(verify_wheel.main, ["packaging"], capsys)  # installed, but no bundle
-    assert rc == 1 and "no <package>/metadata.json.sigstore installed" in err
+    rc, _, err = _run(verify_wheel.main, ["packaging"], capsys)  # installed, but no bundle: its RECORD is checked
+    assert rc == 1 and "no <package>/metadata.json.sigstore (built from an unsigned variant?); " in err
+    assert "file(s) match their RECORD hashes; --allow-unsigned accepts it" in err
     junk = tmp_path / "junk-1.0-py3-none-any.whl"
     junk.write_bytes(b"not a zip")  # was a zipfile.BadZipFile traceback
     rc, _, err = _run(verify_wheel.main, [str(junk)], capsys)

@@ -4,26 +4,29 @@ The wheel's package folder holds the variant's ``metadata.json`` and ``metadata.
 verified over metadata.json (kernels' signer policies by default, ``--signer-workflow`` and
 ``--sigstore-trusted-root`` as in hub2wheel), then metadata.json's digest over the package's files. A ``.whl`` path is
 unpacked into a temporary folder a chunk at a time, each file checked against its RECORD hash; any other argument is a
-distribution installed in the Python running this command. Exit 0 and one line per package on success; one ``error:``
-line and exit 1 otherwise.
+distribution installed in the Python running this command, its installed files checked against RECORD. A wheel from an
+unsigned variant gets the same RECORD and digest checks, then fails for want of a signature unless
+``--allow-unsigned``. Exit 0 and one line per package on success; one ``error:`` line and exit 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import importlib.metadata
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kernelwheel.cli import prog
 from kernelwheel.cli.arguments import add_trust_arguments
-from kernelwheel.format.signatures import SignatureOptions, verify_package
+from kernelwheel.format.signatures import SignatureOptions, check_package_digest, verify_package
 from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, check_relpath
 from kernelwheel.io.console import make_console, print_error, print_warning
-from kernelwheel.io.errors import InvalidWheel, SignatureMissing, ToolError
+from kernelwheel.io.errors import DigestMismatch, InvalidWheel, SignatureMissing, ToolError
 from kernelwheel.io.limited_read import file_problem
 from kernelwheel.wheels.wheel_reader import unpack_wheel
 
@@ -32,37 +35,85 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog("verify_wheel", "verify"),
         description="Re-verify the signature (metadata.json.sigstore) and digests of a hub2wheel wheel, as a .whl "
-                    "file or as a distribution installed in this Python.",
+                    "file or as a distribution installed in this Python. Its RECORD hashes and metadata.json's digest "
+                    "are checked whether it is signed or not.",
     )
     parser.add_argument("target", help="a .whl file, or the name of an installed distribution (img2gray-cu130)")
+    parser.add_argument("--allow-unsigned", action="store_true",
+                        help="exit 0 for a wheel built from an unsigned variant whose RECORD and digests match "
+                             "(default: no signature is an error)")
     add_trust_arguments(parser)
     return parser
 
 
-def _signed_packages(names: Sequence[str]) -> list[str]:
-    """Top-level package folders holding a bundle (``<pkg>/metadata.json.sigstore``), from a file list."""
-    return sorted({n.split("/")[0] for n in names if n.count("/") == 1 and n.endswith(f"/{SIGSTORE_BUNDLE}")})
+def _kernel_packages(names: Sequence[str]) -> list[str]:
+    """Top-level package folders holding ``metadata.json`` or its bundle, from a file list."""
+    kept = ("metadata.json", SIGSTORE_BUNDLE)
+    return sorted({n.split("/")[0] for n in names if n.count("/") == 1 and n.split("/")[1] in kept})
 
 
-def _verify_wheel_file(wheel: Path, options: SignatureOptions) -> list[str]:
+def _verify_packages(root: Path, packages: Sequence[str], where: Callable[[str], str], record: Callable[[], str],
+                     options: SignatureOptions, allow_unsigned: bool) -> list[str]:
+    """One line per package under ``root``: a signed one re-verified (signature, then digest), an unsigned one's
+    digest checked; then ``record()`` (the RECORD check, after the stronger checks, so that their finding is the one
+    reported). Without any signature, ``SignatureMissing`` (unless ``allow_unsigned``) says what did match."""
+    signed = [p for p in packages if (root / p / SIGSTORE_BUNDLE).is_file()]
+    lines = [verify_package(root / p, where(p), options) for p in signed]
+    digests = {p: check_package_digest(root / p, where(p)) or "no metadata.json digest to check"
+               for p in packages if p not in signed}
+    record_line = record()
+    if signed:
+        return lines + [f"{where(p)}: unsigned; {checked}" for p, checked in digests.items()]
+    checked = "; ".join([record_line, *digests.values()])
+    if not allow_unsigned:
+        raise SignatureMissing(f"{where('')}: no <package>/{SIGSTORE_BUNDLE} (built from an unsigned variant?); "
+                               f"{checked}; --allow-unsigned accepts it")
+    return [f"{where('')}: unsigned; {checked}"]
+
+
+def _verify_wheel_file(wheel: Path, options: SignatureOptions, allow_unsigned: bool) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="verify-wheel-") as tmp:
         names = unpack_wheel(wheel, lambda arcname: Path(tmp) / check_relpath(arcname, wheel.name))
-        packages = _signed_packages(names)
-        if not packages:
-            raise SignatureMissing(f"{wheel.name}: no <package>/{SIGSTORE_BUNDLE} (built from an unsigned variant?)")
-        return [verify_package(Path(tmp) / p, f"{wheel.name}:{p}", options) for p in packages]
+        record = f"{len(names) - 1} file(s) match their RECORD hashes"  # RECORD itself carries no hash
+        return _verify_packages(Path(tmp), _kernel_packages(names), lambda p: f"{wheel.name}:{p}".rstrip(":"),
+                                lambda: record, options, allow_unsigned)
 
 
-def _verify_installed(name: str, options: SignatureOptions) -> list[str]:
+def _check_record(dist: importlib.metadata.Distribution, label: str) -> str:
+    """Every installed file RECORD lists with a hash, hashed again; ``DigestMismatch`` names those that differ."""
+    bad, checked = [], 0
+    for file in dist.files or []:
+        if file.hash is None:
+            continue
+        path = Path(str(dist.locate_file(file)))
+        try:
+            if file.hash.mode not in hashlib.algorithms_guaranteed:
+                raise DigestMismatch(f"{label}: RECORD names hash {file.hash.mode!r} for {file}")
+            hasher = hashlib.new(file.hash.mode)
+            with open(path, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    hasher.update(chunk)
+        except FileNotFoundError:
+            bad.append(f"{file} is in RECORD but missing")
+            continue
+        checked += 1
+        if base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode() != file.hash.value:
+            bad.append(f"{file} does not match its RECORD hash")
+    if bad:
+        raise DigestMismatch(f"{label}: {'; '.join(bad)}")
+    return f"{checked} file(s) match their RECORD hashes"
+
+
+def _verify_installed(name: str, options: SignatureOptions, allow_unsigned: bool) -> list[str]:
     try:
         dist = importlib.metadata.distribution(name)
     except (importlib.metadata.PackageNotFoundError, ValueError):  # ValueError: an empty name
         raise InvalidWheel(f"{name!r} is neither a .whl file nor a distribution installed in {sys.prefix}") from None
     label = f"{dist.metadata['Name']} {dist.version}"
-    packages = _signed_packages([Path(str(f)).as_posix() for f in dist.files or []])
-    if not packages:
-        raise SignatureMissing(f"{label}: no <package>/{SIGSTORE_BUNDLE} installed (built from an unsigned variant?)")
-    return [verify_package(Path(str(dist.locate_file(p))), f"{label} ({p})", options) for p in packages]
+    root = Path(str(dist.locate_file("")))
+    packages = _kernel_packages([Path(str(f)).as_posix() for f in dist.files or []])
+    return _verify_packages(root, packages, lambda p: f"{label} ({p})" if p else label,
+                            lambda: _check_record(dist, label), options, allow_unsigned)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,9 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if target.suffix == ".whl" or os.path.isfile(target):  # os.path: False, not OSError, for a name too long
             if (problem := file_problem(target)) is not None:
                 raise InvalidWheel(f"{target}: {problem}")
-            lines = _verify_wheel_file(target, options)
+            lines = _verify_wheel_file(target, options, args.allow_unsigned)
         else:
-            lines = _verify_installed(args.target, options)
+            lines = _verify_installed(args.target, options, args.allow_unsigned)
     except ToolError as exc:
         print_error(console, exc)
         return 1

@@ -298,8 +298,7 @@ def _has_digest(metadata: bytes | None) -> bool:
 def verify_package(package_dir: Path, where: str, options: SignatureOptions) -> str:
     """Re-verify a package folder a hub2wheel wheel installed (or unpacked): the bundle over metadata.json, then
     metadata.json's digest over the files. Returns a one-line summary; raises ``SignatureMissing``,
-    ``SignatureInvalid`` or ``DigestMismatch``. The digest's paths are relative to the variant: the package folder
-    (flat layout, ``__init__.py`` listed) or its parent (nested layout, only the package's own entries are shipped)."""
+    ``SignatureInvalid`` or ``DigestMismatch``."""
     bundle = _read_bundle(package_dir, where, ())
     if bundle is None:
         raise SignatureMissing(f"{where}: no {SIGSTORE_BUNDLE}, so there is no signature to verify")
@@ -310,17 +309,31 @@ def verify_package(package_dir: Path, where: str, options: SignatureOptions) -> 
     message = result_message(result, where)
     if message is not None:
         raise SignatureInvalid(message)
-    metadata = read_metadata(files, where)
-    digest = metadata.get("digest")
-    if not isinstance(digest, dict) or not isinstance(digest.get("files"), dict):
+    checked = check_package_digest(package_dir, where)
+    if checked is None:
         raise DigestMismatch(f"{where}/metadata.json: no digest, so the files cannot be checked")
+    from sigstore.models import Bundle
+
+    signer = signer_of(Bundle.from_json(bundle).signing_certificate) or "an accepted signer"
+    return f"{where}: metadata.json signed by {signer}; {checked}"
+
+
+def check_package_digest(package_dir: Path, where: str) -> str | None:
+    """metadata.json's digest checked over an installed (or unpacked) package folder: None when the folder has no
+    metadata.json or it has no digest, else a summary ("3 file(s) match its sha256 digest"); ``DigestMismatch`` names
+    every file that deviates. The digest's paths are relative to the variant: the package folder (flat layout,
+    ``__init__.py`` listed) or its parent (nested layout, only the package's own entries are shipped)."""
+    files = collect_files(package_dir, where)
+    if "metadata.json" not in files:
+        return None
+    digest = read_metadata(files, where).get("digest")
+    if digest is None:
+        return None
+    if not isinstance(digest, dict) or not isinstance(digest.get("files"), dict):
+        raise DigestMismatch(f"{where}/metadata.json: 'digest' must be {{algorithm, files: {{path: base64}}}}")
     listed: dict[str, object] = digest["files"]
     prefix = "" if "__init__.py" in listed else f"{package_dir.name}/"
     shipped = {"digest": {**digest, "files": {rel[len(prefix):]: h for rel, h in listed.items()
                                               if rel.startswith(prefix)}}}
     verify_digest(files, shipped, where)
-    from sigstore.models import Bundle
-
-    signer = signer_of(Bundle.from_json(bundle).signing_certificate) or "an accepted signer"
-    return (f"{where}: metadata.json signed by {signer}; {len(shipped['digest']['files'])} file(s) match its "
-            f"{digest.get('algorithm', 'sha256')} digest")
+    return f"{len(shipped['digest']['files'])} file(s) match its {digest.get('algorithm', 'sha256')} digest"
