@@ -3,6 +3,7 @@ command's module imported by name, alone."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 
@@ -32,6 +33,14 @@ def test_no_command_prints_the_usage_and_exits_2(capsys: pytest.CaptureFixture[s
     assert dispatch.main([]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("usage: kernelwheel <command>")
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_is_the_installed_distributions(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert dispatch.main([flag]) == 0
+    assert capsys.readouterr() == (f"kernelwheel {importlib.metadata.version('kernelwheel')}\n", "")
+    installed = subprocess.run([sys.executable, "-m", "kernelwheel", "--version"], capture_output=True, text=True)
+    assert (installed.returncode, installed.stdout) == (0, f"kernelwheel {importlib.metadata.version('kernelwheel')}\n")
 
 
 def test_the_command_gets_the_remaining_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,12 +2,13 @@
 
 The chosen command's module is imported by name, and only that one: a command's start-up never pays for the others'
 libraries (sigstore, twine's checks, huggingface_hub). Exit codes are the command's own; ``kernelwheel`` itself exits
-2 (usage) for no command or an unknown one, with one line on stderr.
+2 (usage) for no command or an unknown one, with one line on stderr. ``kernelwheel --version`` prints its version.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
@@ -39,9 +40,18 @@ class _Main(Protocol):
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items()]
-    return ("usage: kernelwheel <command> [options]   (kernelwheel <command> --help: the command's options)\n\n"
+    return ("usage: kernelwheel <command> [options]   (kernelwheel <command> --help: the command's options;\n"
+            "       kernelwheel --version)\n\n"
             "Hub kernels as wheels: convert them, index them, install the matching one.\n\ncommands:\n"
             + "\n".join(lines) + "\n")
+
+
+def version() -> str:
+    """The installed kernelwheel distribution's version (a checkout's editable install included)."""
+    try:
+        return importlib.metadata.version("kernelwheel")
+    except importlib.metadata.PackageNotFoundError:  # the package imported from a checkout that never installed it
+        return "(not installed: run from a checkout)"
 
 
 def command_main(name: str) -> _Main:
@@ -59,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     name, rest = args[0], args[1:]
     if name in ("-h", "--help"):
         sys.stdout.write(usage())
+        return 0
+    if name in ("-V", "--version"):
+        sys.stdout.write(f"kernelwheel {version()}\n")
         return 0
     if name not in COMMANDS:
         sys.stderr.write(f"kernelwheel: unknown command {name!r} (commands: {', '.join(COMMANDS)}; "
