@@ -57,7 +57,11 @@ def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
     assert exit_info.value.code == 0
-    assert "--find-links wheelhouse" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--find-links wheelhouse" in out
+    # the install hint keeps the user's torch: every pip line pins it (docs/private-index.md's rule)
+    pip_lines = [line for line in out.splitlines() if line.strip().startswith("pip install")]
+    assert pip_lines and all('"torch==$(python -c' in line for line in pip_lines)
 
 
 def test_flat_local(flat_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,7 +53,9 @@ examples:
       --signer-workflow https://github.com/my-org/kernels/.github/workflows/build.yaml@refs/heads/main
   # a local checkout holding build/
   hub2wheel ./img2gray --kernel-version 0.1.0
-then: pip install --find-links wheelhouse img2gray-cu130
+then, with your torch pinned so that pip keeps it or fails (never replaces it):
+  pip install --find-links wheelhouse img2gray-cu130 "torch==$(python -c 'import torch; print(torch.__version__)')"
+  (from an index: kernelwheel index wheelhouse; kernelwheel install-command prints the command)
 
 exit codes:
   0    every selected variant became a wheel (variants for another OS, outside --variant, or duplicates are
