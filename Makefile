@@ -105,4 +105,4 @@ $(VENV)/.installed: requirements/*.txt tools/pyproject.toml
 	touch $@
 
 clean:
-	rm -rf build build-cmake dist wheelhouse/*.whl
+	rm -rf build build-cmake dist tools/dist wheelhouse/*.whl

@@ -115,7 +115,7 @@ def release_version(text: str | Version) -> Version:
     if odd:
         raise InvalidReleaseVersion(
             f"--version {str(text)!r} has {' and '.join(odd)}: only final releases (e.g. {version.base_version}) "
-            "can be published, because tools.hub (so hub2wheel) resolves only v<N>[.<N>...] tags and branches"
+            "can be published, because hub2wheel resolves only v<N>[.<N>...] tags and branches"
         )
     return version
 
