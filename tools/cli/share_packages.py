@@ -1,11 +1,12 @@
-"""``python -m tools.cli.share_packages torch --into VENV``: let another venv use this environment's torch without
-downloading it again (about 4 GB with its CUDA libraries).
+"""``python -m tools.cli.share_packages torch [numpy ...] --into VENV``: let another venv use this environment's
+torch without downloading it again (about 4 GB with its CUDA libraries).
 
-Each top-level entry of the named distribution and of every distribution it requires (markers evaluated; extras
+Each top-level entry of the named distributions and of every distribution they require (markers evaluated; extras
 followed) is linked into VENV's site-packages, ``.dist-info`` folders included, so pip and ``tools.cli.install_command``
-see torch as installed there. Nothing else is shared: a plain ``.pth`` to this environment would also show its other
-packages (img2gray itself, after ``make demo``), and pip would then count them as installed in VENV. For trying
-things (docs/walkthrough.md); a real deployment installs torch itself.
+see torch as installed there. A distribution VENV already has (its own pip or setuptools) is kept as it is. Nothing
+else is shared: a plain ``.pth`` to this environment would also show its other packages (img2gray itself, after
+``make demo``), and pip would then count them as installed in VENV. For trying things (docs/walkthrough.md); a real
+deployment installs torch itself.
 """
 
 from __future__ import annotations
@@ -59,21 +60,27 @@ def site_packages(venv: Path) -> Path:
     return found[0]
 
 
-def share(root: str, venv: Path) -> int:
-    """Link ``root``'s closure into ``venv``; returns how many entries were linked (existing ones are kept)."""
+def share(roots: Sequence[str], venv: Path) -> int:
+    """Link each of ``roots`` with its closure into ``venv``; returns how many entries were linked."""
     target = site_packages(venv)
-    try:
-        importlib.metadata.distribution(root)
-    except importlib.metadata.PackageNotFoundError:
-        raise NotShareable(f"{root}: expected a distribution installed in {sys.prefix}; it is not") from None
-    return link_closure(root, target)
+    for root in roots:
+        try:
+            importlib.metadata.distribution(root)
+        except importlib.metadata.PackageNotFoundError:
+            raise NotShareable(f"{root}: expected a distribution installed in {sys.prefix}; it is not") from None
+    return sum(link_closure(root, target) for root in roots)
 
 
 def link_closure(root: str, folder: Path) -> int:
-    """Symlink every top-level entry of ``root`` and of what it requires into ``folder`` (entries already there are
-    kept); returns how many were linked."""
+    """Symlink every top-level entry of ``root`` and of what it requires into ``folder``; returns how many were
+    linked. A distribution ``folder`` already holds (the venv's own setuptools or pip) is left whole, never mixed:
+    linking only the entries it lacks would put one release's .dist-info over another release's code."""
+    installed = importlib.metadata.distributions(path=[str(folder)])
+    present = {canonicalize_name(d.metadata["Name"] or "") for d in installed}
     linked = 0
     for dist in requirement_closure(root):
+        if canonicalize_name(dist.metadata["Name"] or "") in present:
+            continue
         base = Path(str(dist.locate_file("")))
         tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
         for top in sorted(tops - {"__pycache__"}):
@@ -86,16 +93,18 @@ def link_closure(root: str, folder: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.cli.share_packages", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("distribution", help="what to share, with what it requires (e.g. torch)")
+    parser.add_argument("distributions", nargs="+", metavar="distribution",
+                        help="what to share, with what it requires (e.g. torch numpy)")
     parser.add_argument("--into", type=path_argument, required=True, metavar="VENV", help="the venv to share it with")
     args = parser.parse_args(argv)
     console = make_console()
     try:
-        linked = share(args.distribution, args.into)
+        linked = share(args.distributions, args.into)
     except (ToolError, OSError) as exc:
         print_error(console, exc)
         return 1
-    print_step(console, f"* {args.distribution} and what it requires: {linked} entries linked into {args.into}")
+    print_step(console, f"* {' '.join(args.distributions)} and what they require: {linked} entries linked into "
+                        f"{args.into}")
     return 0
 
 
