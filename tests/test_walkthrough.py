@@ -12,10 +12,12 @@ import os
 import re
 import shlex
 import subprocess
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
+from kernelwheel.wheels.naming import torch_label, torch_minor
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import free_ports
 
@@ -82,4 +84,8 @@ def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert re.search(r"^_img2gray_cuda_\w+\.img2gray$", output, flags=re.M), output[-3000:]  # the op, by its namespace
     assert "cpu: [76, 150, 29, 255] ok" in output
     assert "a CUDA 13.0 build runs on torch's CUDA 13.0 (same version)" in output  # install_command's "why:"
+    # Step 7: install_command picks the sub-index of the venv's torch minor, which kernelwheel index wrote for the
+    # stable wheel (torch>=2.10) though no wheel names that minor.
+    sub_index = f"http://127.0.0.1:{index_port}/simple/{torch_label(torch_minor(version('torch')))}/"
+    assert f"--index-url {sub_index} img2gray-cu130 torch==" in output, output[-3000:]
     assert not (demo / "hub" / "olah.pid").exists()  # make hub-stop ran
