@@ -45,11 +45,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_the_wheel_holds_the_package_its_data_and_no_checkout_code(installed: Path, tmp_path: Path) -> None:
-    code = ("import importlib.metadata as m, kernelwheel, kernelwheel.format.python_depends as p; "
-            "p.dependency_data(); print(kernelwheel.__file__); "
+    code = ("import importlib.metadata as m, kernelwheel, kernelwheel.format.python_depends as p, "
+            "kernelwheel.index.torch_minors as t; p.dependency_data(); t.released_torch_minors(); "
+            "print(kernelwheel.__file__); "
             "print(' '.join(sorted({f.parts[0] for f in m.files('kernelwheel') if f.parts[0] != '..'})))")
     result = _run([str(installed / "python"), "-c", code], cwd=tmp_path)
-    assert result.returncode == 0, result.stderr  # python_depends.json, package data, was read
+    assert result.returncode == 0, result.stderr  # python_depends.json and torch_minors.json, package data, were read
     where, tops = result.stdout.splitlines()
     assert Path(where).is_relative_to(installed.parent)
     assert tops.split() == ["kernelwheel", "kernelwheel-0.1.0.dist-info"]  # not tools, cli or build
