@@ -1,5 +1,5 @@
-"""kernelwheel.wheels.convert through the library (not the command): convert() reports every variant, build_variant()
-checks one and writes nothing, a bad variant never stops the others."""
+"""kernelwheel.wheels.convert through the library (not the command): convert() reports every variant, plan_variant()
+(the steps convert runs for each variant) checks one and writes nothing, a bad variant never stops the others."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rich.console import Console
 from kernelwheel.format.variants import Variant
 from kernelwheel.hub.sources import Source, local_source
 from kernelwheel.io.errors import HubError, ToolError
-from kernelwheel.wheels.convert import Options, build_variant, convert
+from kernelwheel.wheels.convert import Options, convert, plan_variant
 from kernelwheel.wheels.selection import VariantFilter
 from tests.helpers import kernel_repos
 from tests.kernelwheel.format.test_variant_folder import METADATA
@@ -58,10 +58,10 @@ def test_convert_without_build_dir_reports_it(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_build_variant_writes_nothing(flat_repo: Path, tmp_path: Path) -> None:
+def test_plan_variant_writes_nothing(flat_repo: Path, tmp_path: Path) -> None:
     source = local_source(flat_repo)
     options = Options(out_dir=tmp_path / "out", kernel_version=Version("0.3.0"))
-    contents = build_variant(Variant.parse(CPU_VARIANT), source.build_dir / CPU_VARIANT, source, options)
+    contents = plan_variant(Variant.parse(CPU_VARIANT), source, options).contents
     assert contents.name.filename == "img2gray_cpu-0.3.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
     assert sorted(contents.files) == ["img2gray/__init__.py", "img2gray/_img2gray_cpu_abc1234.abi3.so",
                                       "img2gray/_ops.py", "img2gray/metadata.json"]
@@ -132,8 +132,8 @@ def test_a_changed_variant_is_rewritten_and_only_that_one(flat_repo: Path, tmp_p
 @settings(max_examples=100, deadline=5000, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(document=METADATA)
-def test_build_variant_with_fuzzed_metadata_converts_or_refuses_in_one_line(flat_repo: Path, tmp_path: Path,
-                                                                            document: dict[str, object]) -> None:
+def test_plan_variant_with_fuzzed_metadata_converts_or_refuses_in_one_line(flat_repo: Path, tmp_path: Path,
+                                                                           document: dict[str, object]) -> None:
     """Every field convert reads (name, version, license, python-depends, backend, digest, provenance, ...) with
     values of every JSON type: a wheel, or one ToolError line; never a TypeError/AttributeError (issue J)."""
     folder = tmp_path / "build" / CPU_VARIANT
@@ -142,7 +142,7 @@ def test_build_variant_with_fuzzed_metadata_converts_or_refuses_in_one_line(flat
     (folder / "metadata.json").write_text(json.dumps(document))  # rewritten by every example
     source = Source(tmp_path / "build", "fuzz", "img2gray")
     try:
-        contents = build_variant(Variant.parse(CPU_VARIANT), folder, source, Options(kernel_version=Version("1")))
+        contents = plan_variant(Variant.parse(CPU_VARIANT), source, Options(kernel_version=Version("1"))).contents
     except ToolError as exc:
         assert "\n" not in str(exc) and len(str(exc)) < 600, str(exc)
         return

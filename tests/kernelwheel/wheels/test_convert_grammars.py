@@ -11,7 +11,7 @@ from packaging.version import Version
 
 from kernelwheel.format.variants import Variant
 from kernelwheel.hub.sources import local_source
-from kernelwheel.wheels.convert import Options, build_variant, convert
+from kernelwheel.wheels.convert import Options, convert, plan_variant
 from kernelwheel.wheels.selection import select_variants
 from tests.helpers import kernel_repos
 
@@ -31,8 +31,7 @@ def _repo(root: Path, so_cache: Path, *variants: str) -> Path:
 def _built(repo: Path, name: str) -> tuple[str, list[str], str | None]:
     """(wheel filename, Requires-Dist, Requires-Python) of one variant, nothing written."""
     source = local_source(repo)
-    contents = build_variant(Variant.parse(name), source.build_dir / name, source,
-                             Options(kernel_version=Version("0.1.0")))
+    contents = plan_variant(Variant.parse(name), source, Options(kernel_version=Version("0.1.0"))).contents
     metadata = contents.metadata
     return contents.name.filename, [str(r) for r in metadata.get("requires_dist", [])], metadata.get("requires_python")
 

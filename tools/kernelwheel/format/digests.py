@@ -32,6 +32,7 @@ def digested_files(files: Mapping[str, Path]) -> list[str]:
 
 # (real path, algorithm) → (the file's stat identity when hashed, digest): a file is read once per run even when
 # the digest check and the wheel's RECORD both need its hash, and a changed file (new stat) is hashed again.
+# Process-wide, not per run: an entry is valid while the file keeps its stat identity, whichever run asks.
 _DIGESTS: dict[tuple[str, str], tuple[tuple[int, ...], bytes]] = {}
 _CHUNK = 1 << 20
 

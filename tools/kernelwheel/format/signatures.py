@@ -104,6 +104,7 @@ def signer_of(cert: Certificate) -> str | None:
         return None
 
 
+# Process-wide, not per run: one TUF refresh per trust root and process, and its note said once.
 _VERIFIERS: dict[Path | None, tuple[Verifier | None, str | None]] = {}
 _VERIFIERS_LOCK = threading.Lock()  # variants may be checked on several threads
 

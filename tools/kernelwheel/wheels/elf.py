@@ -95,6 +95,7 @@ class ElfInfo:
 # and that checker only, so a file with a known hash is not parsed again; only files that parsed are kept (a
 # refusal is always found by parsing). ``platform_tag`` answers are kept the same way, keyed by their inputs.
 _CHECKER_RULES = 2  # raise whenever _parse or platform_tag decides differently
+# Process-wide, not per run: a verdict is a function of the file's bytes and this checker, whichever run asks.
 _VERDICTS: dict[str, tuple[str, frozenset[tuple[str, str]], bool]] = {}
 _PLATFORMS: dict[str, str] = {}
 _VERDICTS_LOCK = threading.Lock()
