@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test test-toolkit test-torch lint wheel install venv clean hub hub-stop
+.PHONY: demo test test-toolkit test-torch lint wheel install venv clean hub hub-stop FORCE
 
 # Build the extension into wheelhouse/, install it, and convert a bundled photograph.
 demo: install
@@ -81,11 +81,25 @@ lint: venv
 	$(VENV)/bin/shellcheck -x benchmarks/*.sh
 
 # pip wheel (CUDA sources compiled with nvcc when torch and the toolkit have CUDA) + auditwheel repair, once per
-# ABI: stable (img2gray-cu130 0.1.0, every torch >= 2.10; the default) and classic (0.1.0+torch2.14).
-wheel: venv
+# ABI: stable (img2gray-cu130 0.1.0, every torch >= 2.10; the default) and classic (0.1.0+torch2.14). Each build is
+# made again only when one of its inputs changed (or its wheel is gone): `make demo` then `make test` builds once. The
+# path file is written after the build succeeded, so a failed build leaves none and is retried.
+WHEEL_INPUTS := $(VENV)/.installed CMakeLists.txt build.toml pyproject.toml \
+	$(shell find csrc python/img2gray cmake tools/build -type f ! -name '*.pyc' 2>/dev/null)
+unless_built = $(if $(wildcard $(shell cat $(1) 2>/dev/null)),,FORCE)
+wheel: dist/.wheel-path dist/.classic-wheel-path
+
+dist/.wheel-path: $(WHEEL_INPUTS) $(call unless_built,dist/.wheel-path)
 	mkdir -p dist
-	$(PY) -m tools.cli.build_wheel --abi stable --out wheelhouse > dist/.wheel-path
-	$(PY) -m tools.cli.build_wheel --abi classic --out wheelhouse > dist/.classic-wheel-path
+	$(PY) -m tools.cli.build_wheel --abi stable --out wheelhouse > $@.tmp
+	mv $@.tmp $@
+
+dist/.classic-wheel-path: $(WHEEL_INPUTS) $(call unless_built,dist/.classic-wheel-path)
+	mkdir -p dist
+	$(PY) -m tools.cli.build_wheel --abi classic --out wheelhouse > $@.tmp
+	mv $@.tmp $@
+
+FORCE:
 
 install: wheel
 	$(PIP) install --no-deps --force-reinstall "$$(cat dist/.wheel-path)"

@@ -312,9 +312,12 @@ def test_matrix_is_cuda_by_abi_with_matching_images_torch_and_arch_lists() -> No
 
 def test_make_wheel_is_tools_build_wheel_into_wheelhouse() -> None:
     makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
-    recipe = re.search(r"^wheel:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
-    assert recipe, "Makefile has no wheel target"
-    commands = [shlex.split(line) for line in recipe.group(1).splitlines() if "tools.cli.build_wheel" in line]
+    assert re.search(r"^wheel: dist/\.wheel-path dist/\.classic-wheel-path$", makefile, re.MULTILINE), \
+        "Makefile's wheel target is no longer its two builds"
+    recipes = re.findall(r"^dist/\.(?:classic-)?wheel-path:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert len(recipes) == 2, "Makefile has no recipe for each build"
+    commands = [shlex.split(line) for recipe in recipes for line in recipe.splitlines()
+                if "tools.cli.build_wheel" in line]
     assert commands, "the wheel target no longer runs tools.cli.build_wheel"
     for argv in commands:
         assert argv[1:3] == ["-m", "tools.cli.build_wheel"] and argv[argv.index("--out") + 1] == "wheelhouse", argv
