@@ -16,26 +16,32 @@ def _names(folder: Path) -> dict[str, str]:
             for d in importlib.metadata.distributions(path=[str(folder)])}
 
 
-def test_links_the_closure_and_keeps_a_distribution_the_target_has(tmp_path: Path) -> None:
-    """``build`` requires packaging and pyproject_hooks; a target that already holds another packaging keeps its own
-    code and its own .dist-info (the two are never mixed), and gets pyproject_hooks and build linked."""
+def _fake_distribution(site: Path, name: str, version: str) -> None:
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "RECORD").write_text(f"{name}/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+    (site / name).mkdir()
+    (site / name / "__init__.py").write_text("")
+
+
+def test_links_whole_distributions_keeping_the_same_version_and_replacing_another(tmp_path: Path) -> None:
+    """``build`` requires packaging and pyproject_hooks. A target holding this packaging release keeps its own; one
+    holding another pyproject_hooks release gets ours whole: never one release's .dist-info over another's code."""
     site = tmp_path / "site"
-    theirs = site / "packaging-1.0.dist-info"
-    theirs.mkdir(parents=True)
-    (theirs / "METADATA").write_text("Metadata-Version: 2.1\nName: packaging\nVersion: 1.0\n")
-    (theirs / "RECORD").write_text("packaging/__init__.py,,\n")
-    (site / "packaging").mkdir()
-    (site / "packaging" / "__init__.py").write_text("")
+    _fake_distribution(site, "packaging", importlib.metadata.version("packaging"))
+    _fake_distribution(site, "pyproject_hooks", "0.1")
 
     linked = share_packages.link_closure("build", site)
 
     names = _names(site)
-    assert names["packaging"] == "1.0"  # still the target's own, with no second packaging .dist-info beside it
-    assert sum(p.name.startswith("packaging-") for p in site.iterdir()) == 1
-    assert not (site / "packaging").is_symlink()
-    assert names["build"] == importlib.metadata.version("build")
+    assert not (site / "packaging").is_symlink()  # the same release: the target's own, untouched
     assert names["pyproject-hooks"] == importlib.metadata.version("pyproject_hooks")
-    assert linked == sum(p.is_symlink() for p in site.iterdir()) >= 4  # two packages, two .dist-info folders
+    assert (site / "pyproject_hooks").is_symlink() and not (site / "pyproject_hooks-0.1.dist-info").exists()
+    assert names["build"] == importlib.metadata.version("build")
+    for prefix in ("packaging-", "pyproject_hooks-", "build-"):
+        assert sum(p.name.startswith(prefix) for p in site.iterdir()) == 1, prefix  # one .dist-info each
+    assert linked == sum(p.is_symlink() for p in site.iterdir()) == 4  # two packages, two .dist-info folders
 
 
 def test_refuses_what_is_not_installed_and_a_folder_that_is_no_venv(tmp_path: Path,

@@ -3,7 +3,7 @@ torch without downloading it again (about 4 GB with its CUDA libraries).
 
 Each top-level entry of the named distributions and of every distribution they require (markers evaluated; extras
 followed) is linked into VENV's site-packages, ``.dist-info`` folders included, so pip and ``tools.cli.install_command``
-see torch as installed there. A distribution VENV already has (its own pip or setuptools) is kept as it is. Nothing
+see torch as installed there. A distribution VENV already has is kept at the same version, replaced at another. Nothing
 else is shared: a plain ``.pth`` to this environment would also show its other packages (img2gray itself, after
 ``make demo``), and pip would then count them as installed in VENV. For trying things (docs/walkthrough.md); a real
 deployment installs torch itself.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,21 +74,38 @@ def share(roots: Sequence[str], venv: Path) -> int:
 
 def link_closure(root: str, folder: Path) -> int:
     """Symlink every top-level entry of ``root`` and of what it requires into ``folder``; returns how many were
-    linked. A distribution ``folder`` already holds (the venv's own setuptools or pip) is left whole, never mixed:
-    linking only the entries it lacks would put one release's .dist-info over another release's code."""
-    installed = importlib.metadata.distributions(path=[str(folder)])
-    present = {canonicalize_name(d.metadata["Name"] or "") for d in installed}
+    linked. A distribution ``folder`` already holds at the same version (the venv's own pip) is kept; at another
+    version (a venv's setuptools 65 where torch requires >= 77) it is removed first, as an upgrade would: linking only
+    the entries it lacks would put one release's .dist-info over another release's code."""
+    installed = {canonicalize_name(d.metadata["Name"] or ""): d
+                 for d in importlib.metadata.distributions(path=[str(folder)])}
     linked = 0
     for dist in requirement_closure(root):
-        if canonicalize_name(dist.metadata["Name"] or "") in present:
+        theirs = installed.get(canonicalize_name(dist.metadata["Name"] or ""))
+        if theirs is not None and theirs.version == dist.version:
             continue
+        if theirs is not None:
+            _remove(theirs, folder)
         base = Path(str(dist.locate_file("")))
-        tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
-        for top in sorted(tops - {"__pycache__"}):
+        for top in sorted(_tops(dist)):
             if (base / top).exists() and not (folder / top).exists():
                 (folder / top).symlink_to(base / top)
                 linked += 1
     return linked
+
+
+def _tops(dist: importlib.metadata.Distribution) -> set[str]:
+    """The top-level entries of site-packages that ``dist``'s RECORD names (scripts outside it left out)."""
+    return {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")} - {"__pycache__"}
+
+
+def _remove(dist: importlib.metadata.Distribution, folder: Path) -> None:
+    for top in _tops(dist):
+        path = folder / top
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
