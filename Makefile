@@ -11,13 +11,13 @@ demo: install
 	mkdir -p dist
 	$(PY) -m img2gray samples/chelsea.png dist/chelsea-gray.png
 
-# Lint; the toolkit's tests in a venv without torch (test-toolkit, below); every other test (CPU; CUDA tests skip
-# without a GPU) against the installed stable-ABI build, with the toolkit's tests that need torch or the op; then the
-# op tests again against the classic build of the same sources (unpacked into dist/site-classic, first on sys.path).
-# Each test runs once, in one of the two venvs.
+# Lint; the toolkit's tests in a venv without torch (test-toolkit, below); in one run on two workers, every other test
+# (CPU; CUDA tests skip without a GPU) against the installed stable-ABI build, the toolkit's tests that need torch or
+# the op among them (the marker `toolkit` is set by tests/conftest.py; a file's tests share a worker, and so its
+# fixtures); then the op tests again against the classic build of the same sources (unpacked into dist/site-classic,
+# first on sys.path). Each test runs once, in one of the two venvs.
 test: install lint test-toolkit
-	$(PY) -m pytest --ignore=tests/kernelwheel --ignore=tests/cli
-	$(PY) -m pytest -m "needs_torch or needs_img2gray" tests/kernelwheel tests/cli
+	$(PY) -m pytest -n 2 --dist loadfile -m "not toolkit or needs_torch or needs_img2gray"
 	$(PY) -m pytest --img2gray-site dist/site-classic tests/test_ops.py tests/test_ops_cuda.py
 
 # The toolkit's tests alone (tests/kernelwheel, tests/cli), in a venv of their own without torch or img2gray:

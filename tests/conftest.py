@@ -10,7 +10,6 @@ A test that uses a fixture below needing either is marked so here; a test that n
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
@@ -20,7 +19,7 @@ import pytest
 
 from kernelwheel.wheels.naming import WheelName, torch_label, torch_minor
 from tests.helpers.repo import REPO_ROOT
-from tests.helpers.venvs import fresh_venv
+from tests.helpers.venvs import fresh_venv, helper_venv
 
 # The toolkit tests' fixtures (kernel repositories, olah on 127.0.0.1, helper venvs).
 pytest_plugins = ["tests.helpers.hub_fixtures"]
@@ -44,13 +43,18 @@ def pytest_configure(config: pytest.Config) -> None:
 # Fixtures that need the compiled img2gray (the wheels `make wheel` wrote), or torch (this venv's, or one they install).
 _NEEDS_IMG2GRAY = {"classic_wheel"}
 _NEEDS_TORCH = {"classic_wheel", "torch213_base", "torch213_venv"}
+_TOOLKIT_TESTS = (REPO_ROOT / "tests" / "kernelwheel", REPO_ROOT / "tests" / "cli")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests in ``test_*_releases.py`` compare the toolkit with kernels releases: marked ``kernels_release`` so that
     the upstream canary (.github/workflows/upstream-canary.yml) selects them with ``-m kernels_release``. Tests using
-    a fixture of ``_NEEDS_IMG2GRAY`` or ``_NEEDS_TORCH`` get that marker."""
+    a fixture of ``_NEEDS_IMG2GRAY`` or ``_NEEDS_TORCH`` get that marker. The toolkit's tests (tests/kernelwheel,
+    tests/cli) are marked ``toolkit``, so that one marker expression, ``not toolkit or needs_torch or needs_img2gray``,
+    selects what `make test` runs in .venv: the complement of `make test-toolkit`'s selection."""
     for item in items:
+        if any(item.path.is_relative_to(folder) for folder in _TOOLKIT_TESTS):
+            item.add_marker(pytest.mark.toolkit)
         if item.path.name.startswith("test_") and item.path.stem.endswith("_releases"):
             item.add_marker(pytest.mark.kernels_release)
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -123,13 +127,11 @@ OP_TEST_REQUIREMENTS = ("pytest>=8", "numpy", "pillow", "packaging>=26", "expect
 
 
 @pytest.fixture(scope="session")
-def torch213_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with the CPU-only torch 2.13.0 (the file on this machine's disk) and the op tests' needs, shared by
-    the session: tests only read it (run its python, build against its torch); installs go to torch213_venv."""
-    venv = fresh_venv(tmp_path_factory.mktemp("venv") / "torch213")
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "torch==2.13.0",
-                    *OP_TEST_REQUIREMENTS], check=True)
-    return venv
+def torch213_base() -> Path:
+    """A venv with the CPU-only torch 2.13.0 (the file on this machine's disk) and the op tests' needs, made once
+    (``.venv-torch213``, a helper venv: pytest's workers wait for the one that makes it) and reused across runs:
+    tests only read it (run its python, build against its torch); installs go to torch213_venv."""
+    return helper_venv(".venv-torch213", "torch==2.13.0", *OP_TEST_REQUIREMENTS)
 
 
 @pytest.fixture
