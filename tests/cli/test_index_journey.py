@@ -69,7 +69,7 @@ def _pip_dry_run(index_url: str, project: str, report: Path) -> subprocess.Compl
     )  # fmt: skip
 
 
-# ------------------------------------------------------------------------------------------- several builds (M.1)
+# ------------------------------------------------------------------------------------------------- several builds
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_a_published_file_name_with_other_bytes_is_refused(builds: Path, tmp_pat
     assert (builds / "simple" / "tagpick" / "index.html").read_text() == page  # the index in place is unchanged
 
 
-# ------------------------------------------------------------------------------------------------ sub-indexes (M.2)
+# ------------------------------------------------------------------------------------------------------ sub-indexes
 
 
 def test_every_torch_minor_from_a_wheels_lower_bound_gets_a_sub_index(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ def test_every_torch_minor_from_a_wheels_lower_bound_gets_a_sub_index(tmp_path: 
     assert not (house / "simple" / "torch2.12" / "img2gray-cu130").exists()  # the 2.14 build is not there
 
 
-# ---------------------------------------------------------------------------------------- RECORD path escape (P.3)
+# ---------------------------------------------------------------------------------------------- RECORD path escape
 
 
 def _record_line(name: str, data: bytes) -> list[str]:
@@ -202,7 +202,7 @@ def test_a_torch_pin_behind_a_marker_still_has_to_match_the_label(tmp_path: Path
     assert "its version is labelled for torch 2.14 but it requires torch==2.13.*" in error
 
 
-# ------------------------------------------------------------------------------------------- METADATA size (P.5)
+# ------------------------------------------------------------------------------------------------- METADATA size
 
 
 @pytest.mark.parametrize("command", ["index", "upload"])

@@ -45,7 +45,7 @@ def _wheel(out: Path, *requires: str, version: str = "0.1.0") -> Path:
     return write_wheel(WheelContents(name, metadata, {"marked/__init__.py": b"X = 1\n"}), out)
 
 
-# ------------------------------------------------------------------------------------------------- markers (P.4)
+# ------------------------------------------------------------------------------------------------------- markers
 
 
 @pytest.mark.needs_torch  # plans for this interpreter, whose torch decides the wheel
@@ -64,7 +64,7 @@ def test_a_torch_pin_behind_a_marker_is_planned_as_the_target_evaluates_it(
     assert "marked-0.1.0-py3-none-any.whl: needs torch==2.13.*, not 2.14.1" in error
 
 
-# ----------------------------------------------------------------------------------------- lying .metadata (P.4)
+# ----------------------------------------------------------------------------------------------- lying .metadata
 
 
 @pytest.mark.needs_torch  # plans for this interpreter, whose torch decides the wheel

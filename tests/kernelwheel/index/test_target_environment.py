@@ -37,7 +37,7 @@ def test_a_target_that_is_not_a_python_is_one_line(python: str, reason: str, tmp
     assert str(info.value) == f"cannot inspect the Python environment {python!r}: {reason}"
 
 
-# ------------------------------------------------------------------------------------ the target's answers (M.6)
+# ------------------------------------------------------------------------------------------ the target's answers
 
 
 def test_a_torch_whose_version_is_not_a_version_is_one_line(tmp_path: Path) -> None:
