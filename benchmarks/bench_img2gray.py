@@ -36,7 +36,9 @@ from types import ModuleType
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the repository root holds tests/
 import img2gray
+from tests.helpers.luma_reference import torch_gray
 
 OTHER_BUILDS: dict[str, ModuleType] = {}  # contender name → a variant package loaded with --also
 WARMUP = 5
@@ -65,14 +67,9 @@ class Row:
         return self.bytes_moved / (self.ms[name] * 1e-3) / 1e9
 
 
-def reference_expression(image: torch.Tensor) -> torch.Tensor:
-    """The op in plain torch (Pillow's fixed point for uint8, fp32 for floats): eager and torch.compile baseline."""
-    if image.dtype == torch.uint8:
-        x = image.to(torch.int32)
-        y = (x[..., 0] * 19595 + x[..., 1] * 38470 + x[..., 2] * 7471 + 32768) >> 16
-        return y.to(torch.uint8)
-    x = image.float()
-    return (0.299 * x[..., 0] + 0.587 * x[..., 1] + 0.114 * x[..., 2]).to(image.dtype)
+# The op in plain torch (Pillow's fixed point for uint8, fp32 for floats): the eager and torch.compile baseline, the
+# tests' own reference (tests/test_ops_cpu.py checks it against Pillow on every RGB triple).
+reference_expression = torch_gray
 
 
 def torchvision_gray() -> Callable[[torch.Tensor], torch.Tensor] | None:

@@ -18,6 +18,7 @@ import torch
 from PIL import Image
 
 import img2gray
+from tests.helpers.luma_reference import float_gray, pillow_gray
 from tests.helpers.repo import REPO_ROOT
 
 
@@ -35,17 +36,6 @@ def all_rgb_triples() -> torch.Tensor:
     """Every one of the 2^24 RGB triples, as a 4096×4096 image."""
     v = torch.arange(1 << 24, dtype=torch.int32)
     return torch.stack([(v >> 16) & 255, (v >> 8) & 255, v & 255], dim=-1).to(torch.uint8).reshape(4096, 4096, 3)
-
-
-def pillow_gray(rgb: torch.Tensor) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(Image.fromarray(rgb.numpy(), mode="RGB").convert("L")).copy())
-
-
-def reference_fp32(image: torch.Tensor) -> torch.Tensor:
-    """The documented float formula, in fp32 without fused multiply-adds, rounded once to the input dtype."""
-    x = image.float()
-    y = (0.299 * x[..., 0]) + (0.587 * x[..., 1])
-    return (y + 0.114 * x[..., 2]).to(image.dtype)
 
 
 def random_image(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> torch.Tensor:
@@ -91,7 +81,7 @@ def test_float_dtypes_are_the_fp32_value_rounded_once(device: str, dtype: torch.
     image = random_image((3, 33, 65, 3), dtype, device)
     gray = img2gray.img2gray(image)
     assert gray.dtype == dtype and gray.device == image.device
-    assert torch.equal(gray.cpu(), reference_fp32(image.cpu()))
+    assert torch.equal(gray.cpu(), float_gray(image.cpu()))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -108,7 +98,7 @@ def test_shapes_and_leading_batch_dims(device: str, dtype: torch.dtype, shape: t
 def test_cpu_and_device_results_are_identical(device: str) -> None:
     for dtype in ALL_DTYPES:
         image = random_image((37, 129, 3), dtype, "cpu")
-        assert torch.equal(img2gray.img2gray(image.to(device)).cpu(), reference_fp32(image) if dtype != torch.uint8
+        assert torch.equal(img2gray.img2gray(image.to(device)).cpu(), float_gray(image) if dtype != torch.uint8
                            else pillow_gray(image))
 
 
@@ -640,8 +630,8 @@ def test_the_wrapper_works_under_fake_tensors_and_inference_mode() -> None:
         assert img2gray.img2gray(image, out=out) is out
     image = random_image((4, 5, 3), torch.float32, "cpu")
     with torch.inference_mode():
-        assert torch.equal(torch.ops.img2gray.img2gray(image), reference_fp32(image))
-        assert torch.equal(img2gray.img2gray(image), reference_fp32(image))
+        assert torch.equal(torch.ops.img2gray.img2gray(image), float_gray(image))
+        assert torch.equal(img2gray.img2gray(image), float_gray(image))
 
 
 @pytest.fixture

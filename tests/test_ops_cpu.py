@@ -21,28 +21,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 import img2gray
+from tests.helpers.luma_reference import expected_gray, fixed_point_gray, pillow_gray
 from tests.helpers.repo import REPO_ROOT
 
 POISON = 0xAB
 _PROT_NONE = 0  # <sys/mman.h>; the mmap module exports PROT_READ and PROT_WRITE only
-
-
-def pillow_gray(rgb: torch.Tensor) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(Image.fromarray(rgb.numpy(), mode="RGB").convert("L")).copy())
-
-
-def expected_gray(image: torch.Tensor) -> torch.Tensor:
-    """Pillow for uint8; for floats the documented fp32 formula, without fused multiply-adds."""
-    if image.dtype == torch.uint8:
-        return pillow_gray(image.contiguous())
-    x = image.float()
-    return ((0.299 * x[..., 0] + 0.587 * x[..., 1]) + 0.114 * x[..., 2]).to(image.dtype)
 
 
 def random_image(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
@@ -222,3 +209,11 @@ def _run_in_a_fresh_process(settings: dict[str, str], code: str) -> None:
 def test_other_paths_in_a_fresh_process(settings: dict[str, str]) -> None:
     """The settings are read once, when the op library loads: hence a fresh interpreter per path."""
     _run_in_a_fresh_process(settings, "run_all_checks()")
+
+
+def test_the_torch_formula_the_benchmarks_time_is_pillows_for_every_rgb_triple() -> None:
+    """tests/helpers/luma_reference: the fixed-point formula in torch ops (the benchmarks' eager and torch.compile
+    baseline) equals Pillow's own convert("L") on all 2^24 triples, so comparing with it compares with Pillow."""
+    v = torch.arange(1 << 24, dtype=torch.int32)
+    rgb = torch.stack([(v >> 16) & 255, (v >> 8) & 255, v & 255], dim=-1).to(torch.uint8).reshape(4096, 4096, 3)
+    assert torch.equal(fixed_point_gray(rgb), pillow_gray(rgb))
