@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+import img2gray
 from img2gray.__main__ import main
+from kernelwheel.wheels.naming import WheelName
+from tests.conftest import stable_wheels
 from tests.helpers.repo import REPO_ROOT
+from tests.helpers.venvs import fresh_venv, package_farm
 
 PHOTO = REPO_ROOT / "samples" / "chelsea.png"
 
@@ -130,3 +135,78 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, mon
     assert main([str(PHOTO), str(target)]) == 1
     assert capsys.readouterr().err == f"python -m img2gray: error: cannot write {target}: [Errno 28] No space left on device\n"
     assert target.read_bytes() == b"old" and list(tmp_path.iterdir()) == [target]
+
+
+# torch itself warns at import when numpy is missing (it works without it: only .numpy() and from_numpy need it).
+TORCH_NUMPY_WARNING = "UserWarning: Failed to initialize NumPy: No module named 'numpy'"
+
+
+def without_torch_warning(stderr: str) -> str:
+    """``stderr`` less the two lines of torch's NumPy warning, which a venv without numpy prints at ``import torch``."""
+    lines = stderr.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if TORCH_NUMPY_WARNING in line:
+            return "".join(lines[:i] + lines[i + 2:])
+    return stderr
+
+
+def run_in(venv: Path, *argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``argv`` with the venv's python, without the machine's pip configuration (its indexes, links and constraints)
+    and without PYTHONPATH: the venv's own packages only."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "PYTHONPATH"}
+    return subprocess.run([str(venv / "bin" / "python"), *map(str, argv)], cwd=cwd, capture_output=True, text=True,
+                          env={**env, "PIP_CONFIG_FILE": os.devnull})
+
+
+@pytest.fixture(params=["stable", "classic"])
+def wheel(request: pytest.FixtureRequest) -> Path:
+    if request.param == "classic":
+        classic: Path = request.getfixturevalue("classic_wheel")
+        return classic
+    wheels = stable_wheels(img2gray.build_info().backend)
+    if len(wheels) != 1:
+        pytest.fail(f"expected one stable-ABI wheel in wheelhouse/, found {[p.name for p in wheels]}: run `make wheel`")
+    return wheels[0]
+
+
+@pytest.mark.slow
+@pytest.mark.needs_torch
+@pytest.mark.needs_img2gray
+def test_a_venv_with_only_torch_and_the_wheel_converts_once_the_cli_extra_is_installed(wheel: Path,
+                                                                                      tmp_path: Path) -> None:
+    """No numpy and no Pillow: the install check runs, a conversion is refused in one line naming the wheel's `cli`
+    extra; with Pillow (what the extra asks for) the conversion runs, still without numpy."""
+    from tools.cli.share_packages import link_closure, site_packages
+
+    venv = fresh_venv(tmp_path / "venv", share_site_packages_of=package_farm(tmp_path / "farm", "torch"))
+    installed = run_in(venv, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel, cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    missing = "import importlib.util as u; print(u.find_spec('numpy'), u.find_spec('PIL'))"
+    assert run_in(venv, "-c", missing, cwd=tmp_path).stdout == "None None\n"
+
+    check = run_in(venv, "-m", "img2gray", cwd=tmp_path)
+    assert check.returncode == 0 and "cpu: [76, 150, 29, 255] ok" in check.stdout, check.stderr
+    assert without_torch_warning(check.stderr) == ""
+
+    target = tmp_path / "gray.png"
+    distribution = WheelName.parse(wheel.name).distribution
+    refused = run_in(venv, "-m", "img2gray", PHOTO, target, cwd=tmp_path)
+    assert (refused.returncode, refused.stdout) == (2, "")  # refused before the install check ran
+    assert without_torch_warning(refused.stderr) == ("python -m img2gray: error: converting an image file needs "
+                                                     f'Pillow, which is not installed: pip install "{distribution}[cli]"\n')
+    assert not target.exists()
+
+    with_extra = [venv, "-m", "pip", "install", "--no-index", f"{wheel}[cli]"]
+    unresolved = run_in(*with_extra, cwd=tmp_path)  # no index: the extra's pillow cannot be found
+    assert unresolved.returncode != 0 and "No matching distribution found for pillow" in unresolved.stderr
+    link_closure("pillow", site_packages(venv))  # the running venv's Pillow, as pip would install it
+    resolved = run_in(*with_extra, cwd=tmp_path)
+    assert resolved.returncode == 0, resolved.stdout + resolved.stderr
+    assert run_in(venv, "-c", missing, cwd=tmp_path).stdout.startswith("None ModuleSpec(name='PIL'")
+
+    converted = run_in(venv, "-m", "img2gray", PHOTO, target, cwd=tmp_path)
+    assert converted.returncode == 0 and without_torch_warning(converted.stderr) == "", converted.stderr
+    assert f"{PHOTO} (451x300) -> {target} on " in converted.stdout
+    assert ": identical to Pillow's convert('L')" in converted.stdout
+    with Image.open(PHOTO) as photo, Image.open(target) as written:
+        assert written.mode == "L" and written.tobytes() == photo.convert("RGB").convert("L").tobytes()

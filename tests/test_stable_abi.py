@@ -51,7 +51,8 @@ def test_stable_wheel_name_metadata_and_tags(stable_wheel: Path) -> None:
     assert (name.python_tag, name.abi_tag, name.platform_tag) == ("cp39", "abi3", "manylinux_2_28_x86_64")
     contents = read_wheel(stable_wheel)  # checks every RECORD hash
     assert contents.metadata["version"] == "0.1.0"
-    assert contents.metadata["requires_dist"] == ["torch>=2.10"]
+    assert sorted(contents.metadata["requires_dist"]) == ['pillow; extra == "cli"', "torch>=2.10"]
+    assert contents.metadata["provides_extra"] == ["cli"]  # Pillow, for `python -m img2gray IMAGE OUTPUT`
     info = json.loads(contents.files["img2gray/_build_info.json"])
     assert (info["abi"], info["requires_torch"], info["torch"]) == ("stable", "2.10", torch.__version__)
 

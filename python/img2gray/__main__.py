@@ -3,7 +3,9 @@
 Without arguments it prints the op's registration (which dispatch keys have kernels), what the build was
 compiled with, and runs a tiny conversion on every available device. With ``IMAGE OUTPUT`` it also converts
 an image file (Pillow reads and writes it) on the GPU if there is one, else on the CPU, and checks the result
-against Pillow's own ``convert("L")``.
+against Pillow's own ``convert("L")``. Pillow is the wheel's ``cli`` extra (``pip install "img2gray-cu130[cli]"``);
+without it the conversion is refused in one line (exit 2), and the check without arguments still runs. Neither
+needs numpy.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import __version__, build_info, img2gray
+from ._installs import own_distribution
 from ._ops import add_op_namespace_prefix, ops
 from ._settings import ignored_settings
 
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 _DISPATCH_KEYS = ("CPU", "CUDA", "Meta")
 _TEMPORARY_EXTRA = 10  # _write_whole's temporary is ".<name>." plus 8 random characters
 _COMMON_EXTENSIONS = (".bmp", ".jpg", ".png", ".tif", ".webp")  # named in the error for an unknown extension
+_CLI_EXTRA = "cli"  # the wheel's extra that brings Pillow (pyproject.toml)
 
 
 def _devices() -> list[torch.device]:
@@ -124,9 +128,11 @@ def convert_file(image: Image.Image, source: Path, target: Path, fmt: str) -> bo
 
     device = _devices()[-1]
     rgb = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8).reshape(image.height, image.width, 3)
-    gray = img2gray(rgb.to(device)).cpu()
+    pixels = bytearray(image.width * image.height)  # the result's bytes, for Pillow: no numpy in between
+    gray = torch.frombuffer(pixels, dtype=torch.uint8).reshape(image.height, image.width)
+    gray.copy_(img2gray(rgb.to(device)))
     encoded = io.BytesIO()
-    Image.fromarray(gray.numpy(), mode="L").save(encoded, format=fmt)
+    Image.frombytes("L", image.size, pixels).save(encoded, format=fmt)
     _write_whole(target, encoded.getvalue())
     pillow = torch.frombuffer(bytearray(image.convert("L").tobytes()), dtype=torch.uint8)
     same = torch.equal(gray.flatten(), pillow)
@@ -150,6 +156,25 @@ def _write_whole(target: Path, data: bytes) -> None:
         raise
 
 
+def _missing_pillow() -> str | None:
+    """None when Pillow imports; else one line saying so and how to install it into this build's distribution."""
+    try:
+        import PIL.Image  # noqa: F401
+    except ImportError as exc:
+        why = "which is not installed" if exc.name == "PIL" else f"which failed to import ({_one_line(exc)})"
+        return f"converting an image file needs Pillow, {why}: {_pillow_install_command()}"
+    return None
+
+
+def _pillow_install_command() -> str:
+    """The wheel's ``cli`` extra where it has one (``make wheel``'s wheels), else Pillow itself (a wheel hub2wheel
+    made from a Hub build, or a build without its ``.dist-info``)."""
+    dist = own_distribution()
+    if dist is not None and _CLI_EXTRA in (dist.metadata.get_all("Provides-Extra") or []):
+        return f'pip install "{dist.metadata["Name"]}[{_CLI_EXTRA}]"'
+    return "pip install pillow"
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
@@ -170,6 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give both IMAGE and OUTPUT, or neither")
     image, fmt = None, ""
     if args.image is not None:  # both files are checked before any work, the cheap check first
+        missing = _missing_pillow()
+        if missing is not None:
+            print(f"{parser.prog}: error: {missing}", file=sys.stderr)
+            return 2
         try:
             fmt = output_format(args.output)
             image = open_rgb(args.image)

@@ -9,21 +9,37 @@ from __future__ import annotations
 
 import importlib.metadata
 from pathlib import Path
+from typing import Callable, Optional
 
 _PACKAGE = "img2gray"
 
 
 def installed_builds(package_dir: Path) -> list[str]:
     """The distributions (``img2gray-*``) whose RECORD puts files into ``package_dir``, sorted."""
-    site = package_dir.parent.resolve()
-    found = set()
-    for dist in importlib.metadata.distributions(path=[str(site)]):
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name != _PACKAGE and not name.startswith(_PACKAGE + "-"):
-            continue
-        if any(str(f).replace("\\", "/") == f"{_PACKAGE}/__init__.py" for f in dist.files or ()):
-            found.add(dist.metadata["Name"])
-    return sorted(found)
+    return sorted({dist.metadata["Name"] for dist in _owners(package_dir.parent, _PACKAGE, named=_is_img2gray)})
+
+
+def own_distribution() -> Optional[importlib.metadata.Distribution]:
+    """The installed distribution this copy of the package came from (``img2gray-cu130``, or the wheel hub2wheel
+    made from a Hub build, whose package has the build's own name); None without a single one (an unpacked build
+    without its ``.dist-info``). Reads every RECORD beside the package: for error messages, not for every import."""
+    package_dir = Path(__file__).parent
+    owners = _owners(package_dir.parent, package_dir.name, named=lambda name: True)
+    return owners[0] if len(owners) == 1 else None
+
+
+def _is_img2gray(name: str) -> bool:
+    name = name.lower().replace("_", "-")
+    return name == _PACKAGE or name.startswith(_PACKAGE + "-")
+
+
+def _owners(site: Path, package: str, *, named: Callable[[str], bool]) -> list[importlib.metadata.Distribution]:
+    """The distributions in ``site`` whose name passes ``named`` (checked first: it costs no RECORD read) and whose
+    RECORD lists ``<package>/__init__.py``."""
+    init = f"{package}/__init__.py"
+    return [dist for dist in importlib.metadata.distributions(path=[str(site.resolve())])
+            if named(dist.metadata["Name"] or "")
+            and any(str(f).replace("\\", "/") == init for f in dist.files or ())]
 
 
 def check_single_build(package_dir: Path) -> None:

@@ -33,7 +33,8 @@ def test_classic_wheel_name_metadata_and_tags(classic_wheel: Path) -> None:
     contents = read_wheel(classic_wheel)  # checks every RECORD hash
     assert contents.metadata["version"] == str(name.version)
     assert contents.metadata["name"] == name.distribution
-    assert f"torch=={minor}.*" in contents.metadata["requires_dist"]
+    assert sorted(contents.metadata["requires_dist"]) == ['pillow; extra == "cli"', f"torch=={minor}.*"]
+    assert contents.metadata["provides_extra"] == ["cli"]  # Pillow, for `python -m img2gray IMAGE OUTPUT`
     info = json.loads(contents.files["img2gray/_build_info.json"])
     assert info["torch"] == torch.__version__ and info["backend"]["tag"] == backend
 

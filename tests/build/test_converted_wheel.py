@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv, package_farm
 
 pytestmark = pytest.mark.slow
+PHOTO = REPO_ROOT / "samples" / "chelsea.png"
 
 # The README's "Use" block, with the inputs it leaves to the reader, checked against Pillow's fixed point.
 README_EXAMPLES = r"""
@@ -70,3 +72,26 @@ def test_python_m_runs_the_builds_main_through_the_entry(converted_venv: Path, t
     report = run(converted_venv / "bin" / "python", "-m", "img2gray", cwd=tmp_path)
     assert report.startswith("img2gray 0.1.0 (stable ABI"), report
     assert "::img2gray: kernels for CPU" in report and "cpu: [76, 150, 29, 255] ok" in report, report
+
+
+def test_python_m_converts_a_file_without_numpy_once_pillow_is_there(converted_venv: Path, tmp_path: Path) -> None:
+    """The converted wheel has no `cli` extra: without Pillow the refusal names Pillow itself; with it (linked from
+    this venv, numpy still absent) the build's own __main__ converts the file."""
+    from tools.cli.share_packages import link_closure
+
+    python, target = converted_venv / "bin" / "python", tmp_path / "gray.png"
+    assert run(python, "-c", "import importlib.util as u; print(u.find_spec('numpy'))", cwd=tmp_path) == "None\n"
+    refused = subprocess.run([str(python), "-m", "img2gray", str(PHOTO), str(target)], cwd=tmp_path,
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and not target.exists()
+    assert refused.stderr.endswith("python -m img2gray: error: converting an image file needs Pillow, which is not "
+                                   "installed: pip install pillow\n"), refused.stderr
+    assert "Traceback" not in refused.stderr
+    shared = tmp_path / "pillow"  # this test's alone: the module's venv stays without Pillow
+    shared.mkdir()
+    link_closure("pillow", shared)
+    env = {**os.environ, "PYTHONPATH": str(shared)}
+    report = run(python, "-m", "img2gray", PHOTO, target, cwd=tmp_path, env=env)
+    assert ": identical to Pillow's convert('L')" in report, report
+    with Image.open(PHOTO) as photo, Image.open(target) as written:
+        assert written.tobytes() == photo.convert("RGB").convert("L").tobytes()
