@@ -16,4 +16,18 @@ inline constexpr const char* kOpSchemas[] = {
     "_img2gray_no_grad(Tensor image) -> Tensor",
 };
 
+// The layouts the op refuses, by dispatch key, and what its error calls them. Both bindings register a refusing
+// kernel for every key listed here: without one the key says "Could not run ... with arguments from the
+// 'NestedTensorCPU' backend" (or, through Python, "Internal error"). REFUSE(key, what) is the binding's own macro.
+inline constexpr char kNested[] = "a nested tensor";
+inline constexpr char kSparse[] = "a sparse tensor";
+
+#define IMG2GRAY_FOR_EACH_REFUSED_KEY(REFUSE)  \
+  REFUSE(NestedTensorCPU, ::img2gray::kNested)  \
+  REFUSE(NestedTensorCUDA, ::img2gray::kNested) \
+  REFUSE(SparseCPU, ::img2gray::kSparse)        \
+  REFUSE(SparseCUDA, ::img2gray::kSparse)       \
+  REFUSE(SparseCsrCPU, ::img2gray::kSparse)     \
+  REFUSE(SparseCsrCUDA, ::img2gray::kSparse)
+
 }  // namespace img2gray

@@ -220,11 +220,7 @@ void into_autograd(c10::DispatchKeySet keys, const at::Tensor& image, at::Tensor
   into_op().redispatch(keys & c10::after_autograd_keyset, image, out);
 }
 
-// Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
-// arguments from the 'NestedTensorCPU' backend" (or, through Python, "Internal error").
-constexpr const char kNested[] = "a nested tensor";
-constexpr const char kSparse[] = "a sparse tensor";
-
+// Registered for the refused layouts' dispatch keys (op_schema.h lists them).
 template <const char* kWhat>
 at::Tensor refuse_layout(const at::Tensor& image) {
   TORCH_CHECK_TYPE(false, "img2gray: expected a strided (dense) image of shape (..., H, W, 3), got ", kWhat,
@@ -275,12 +271,7 @@ IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, ADInplaceOrView, m) 
     m.impl("img2gray.out", &refuse_layout_out<what>);                        \
     m.impl("_img2gray_into", &refuse_layout_into<what>);                     \
   }
-IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
-IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)
-IMG2GRAY_REFUSE(SparseCPU, kSparse)
-IMG2GRAY_REFUSE(SparseCUDA, kSparse)
-IMG2GRAY_REFUSE(SparseCsrCPU, kSparse)
-IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
+IMG2GRAY_FOR_EACH_REFUSED_KEY(IMG2GRAY_REFUSE)
 
 #ifdef IMG2GRAY_WITH_CUDA
 IMG2GRAY_EXPAND(TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {

@@ -296,11 +296,7 @@ Tensor out_variant(const Tensor& image, const Tensor& out) {
   return out;
 }
 
-// Registered for the nested and sparse dispatch keys, which would otherwise say "Could not run ... with
-// arguments from the 'NestedTensorCPU' backend" (or, through Python, "Internal error").
-constexpr const char kNested[] = "a nested tensor";
-constexpr const char kSparse[] = "a sparse tensor";
-
+// Registered for the refused layouts' dispatch keys (op_schema.h lists them).
 template <const char* kWhat>
 [[noreturn]] void refuse_layout() {
   fail("img2gray: expected a strided (dense) image of shape (..., H, W, 3), got ", kWhat,
@@ -338,19 +334,14 @@ IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CPU, m) {
   m.impl("_img2gray_into", TORCH_BOX(&img2gray::into<img2gray::run_cpu>));
 }
 
-#define IMG2GRAY_REFUSE(key, what)                                                        \
-  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {            \
-    m.impl("img2gray", TORCH_BOX(&img2gray::refuse_functional<img2gray::what>));          \
-    m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::refuse_functional<img2gray::what>)); \
-    m.impl("img2gray.out", TORCH_BOX(&img2gray::refuse_out<img2gray::what>));             \
-    m.impl("_img2gray_into", TORCH_BOX(&img2gray::refuse_into<img2gray::what>));          \
+#define IMG2GRAY_REFUSE(key, what)                                                \
+  IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, key, m) {    \
+    m.impl("img2gray", TORCH_BOX(&img2gray::refuse_functional<what>));            \
+    m.impl("_img2gray_no_grad", TORCH_BOX(&img2gray::refuse_functional<what>));   \
+    m.impl("img2gray.out", TORCH_BOX(&img2gray::refuse_out<what>));               \
+    m.impl("_img2gray_into", TORCH_BOX(&img2gray::refuse_into<what>));            \
   }
-IMG2GRAY_REFUSE(NestedTensorCPU, kNested)
-IMG2GRAY_REFUSE(NestedTensorCUDA, kNested)
-IMG2GRAY_REFUSE(SparseCPU, kSparse)
-IMG2GRAY_REFUSE(SparseCUDA, kSparse)
-IMG2GRAY_REFUSE(SparseCsrCPU, kSparse)
-IMG2GRAY_REFUSE(SparseCsrCUDA, kSparse)
+IMG2GRAY_FOR_EACH_REFUSED_KEY(IMG2GRAY_REFUSE)
 
 #ifdef IMG2GRAY_WITH_CUDA
 IMG2GRAY_EXPAND(STABLE_TORCH_LIBRARY_IMPL, IMG2GRAY_OPS_NAMESPACE, CUDA, m) {
