@@ -15,6 +15,7 @@ from tests.helpers.repo import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 README_MAX_BYTES = 8192
+DOCS_PAGE_MAX_BYTES = 15 * 1024
 PAGES = [README, *sorted((REPO_ROOT / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^\s*(```|~~~)")
@@ -83,6 +84,12 @@ def broken_links(page: Path) -> list[str]:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_every_relative_link_resolves(page: Path) -> None:
     assert broken_links(page) == []
+
+
+@pytest.mark.parametrize("page", sorted((REPO_ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_every_docs_page_is_short_enough_to_read(page: Path) -> None:
+    size = len(page.read_bytes())
+    assert size <= DOCS_PAGE_MAX_BYTES, f"{page.name} is {size} bytes: split it by topic (limit {DOCS_PAGE_MAX_BYTES})"
 
 
 def test_readme_is_short() -> None:

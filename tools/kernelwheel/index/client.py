@@ -64,7 +64,7 @@ from kernelwheel.wheels.naming import WheelName
 TIMEOUT_S = 30
 # Seconds for each whole answer (``answer_s``): a page or a .metadata file in full; a wheel's headers, its body
 # getting this plus the time its bytes so far take at MIN_BYTES_PER_S. A read timeout alone never ends an answer
-# that drips a byte every 2 s. Tunable by this variable (docs/private-index.md).
+# that drips a byte every 2 s. Tunable by this variable (docs/install.md).
 ANSWER_ENV = "KERNELWHEEL_INDEX_TIMEOUT"
 _ANSWER_S = 60.0
 _HTTP = ("http", "https")
@@ -72,7 +72,7 @@ T = TypeVar("T")
 # A project page or a .metadata file is refused past this size while it is read: the deadline bounds how long an
 # index can talk, this bounds what it can make the tool hold. pypi-simple parses a page into ~40x its size (a 17 MB
 # page of 200,000 links took the command to 800 MB); a kernel's page of a few thousand wheels is well under 1 MiB,
-# and the index writer refuses a METADATA over 4 MiB anyway. docs/private-index.md names both limits.
+# and the index writer refuses a METADATA over 4 MiB anyway. docs/install.md names both limits.
 _MAX_PAGE_BYTES = 4 << 20
 # ... and a page holding more tags or JSON objects and arrays than this (``<``, ``{``, ``[``, counted before it is
 # parsed) is refused: parsing costs a few kB per element whatever its size in bytes, so bytes alone do not bound it
