@@ -262,7 +262,7 @@ def test_main_prints_a_summary(wheelhouse: Path, capsys: pytest.CaptureFixture[s
     subs = released_from("2.10")  # each with its root page and the stable build's page; 2.13 and 2.14 also a classic's
     written = 3 + 2 + 1 + 2 * len(subs) + 2  # .metadata files, project pages, the root page, sub-index pages
     assert out == [
-        f"Indexed 3 wheels of 2 projects in {wheelhouse / 'simple'}/ (3 new, 0 removed, {written} files written)",
+        f"Indexed 3 wheels of 2 projects in {wheelhouse / 'simple'}/ (3 new, 0 removed, 3 hashed, {written} files written)",
         "Per-torch indexes: " + ", ".join(f"simple/{sub}/" for sub in subs),
     ]
     assert index_cli.main([str(wheelhouse), "--json"]) == 0

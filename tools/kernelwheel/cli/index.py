@@ -1,7 +1,8 @@
 """``kernelwheel index WHEELHOUSE``: write a static PEP 503 index with PEP 658 metadata and per-torch
 sub-indexes for the wheels in a folder (``kernelwheel.index.writer`` says what it writes, and in which order): one for
 every released torch minor (``kernelwheel.index.torch_minors``) a wheel admits from its lower bound on, and one for each
-``--torch X.Y``.
+``--torch X.Y``. A rerun reads only the wheels whose stat identity changed since they were last hashed; ``--verify``
+hashes every wheel again.
 Exit status: 0 indexed; 1 a bad wheel (all listed), a bad state file or a write that failed (one ``error:`` line,
 the index already in place unchanged)."""
 
@@ -44,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
         help="also write simple/torchX.Y/ for this torch minor (repeatable): one not yet released, for stable-ABI "
         "builds; every released minor a wheel admits gets its sub-index without it",
     )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="hash every wheel and check every .metadata file again, trusting no stat identity the last run recorded "
+        "(size, mtime, ctime, inode); e.g. for a wheelhouse restored from elsewhere",
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
     return parser
 
@@ -53,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = make_console()
     print_step(console, f"* Indexing {args.wheelhouse}/ ...")
     try:
-        report = write_index(args.wheelhouse, extra_torch=args.torch)
+        report = write_index(args.wheelhouse, extra_torch=args.torch, verify=args.verify)
     except ToolError as exc:
         print_error(console, exc)
         return 1
@@ -65,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "wheels": [w.filename for w in report.wheels],
             "added": report.added,
             "removed": report.removed,
+            "hashed": report.hashed,
             "projects": report.projects,
             "torch_indexes": report.torch_indexes,
             "swept": [str(path) for path in report.swept],
@@ -74,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(
         f"Indexed {len(report.wheels)} wheels of {len(report.projects)} projects in {args.wheelhouse / 'simple'}/ "
-        f"({len(report.added)} new, {len(report.removed)} removed, {report.files_written} files written)"
+        f"({len(report.added)} new, {len(report.removed)} removed, {report.hashed} hashed, "
+        f"{report.files_written} files written)"
     )
     if report.swept:
         print_step(console, f"* Removed {len(report.swept)} temporaries left by an interrupted run: "

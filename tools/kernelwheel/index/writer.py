@@ -21,12 +21,21 @@ Links carry ``#sha256=``, ``data-requires-python`` and ``data-core-metadata`` (p
 sees a wheel built for another torch. ``torch2.14`` cannot clash with a project page: project names are
 normalized (PEP 503), and a normalized name has no dot.
 
-Re-running is incremental and atomic: every wheel is hashed on every run, and one whose sha256 (and
-``.metadata`` file) match ``simple/.index-state.json`` is not re-validated, so hashes follow content, never
-sizes or mtimes. Every file is written under a temporary name and moved into place, ``.metadata`` files are
-written before the pages that link to them, pages before the root pages, and stale pages are removed last,
-so a client reading the tree mid-update never follows a link to a missing or half-written file. A lock file
-keeps two runs from interleaving; temporaries a killed run left behind are swept at the start of the next.
+Re-running is incremental and atomic, and costs what is new, not every byte: a wheel whose stat identity (size,
+mtime_ns, ctime_ns, inode: what git's index trusts) is the one ``simple/.index-state.json`` recorded when it was
+last hashed is not read again, nor is its ``.metadata`` file when its own identity matches (else that small file
+alone is hashed). Any write to a file changes its ctime, which no system call sets back, and a replacement (``mv``,
+``cp``, ``rsync``) gives it another inode: so a file under an old name with changed bytes has another identity, is
+hashed, and is refused as before (a published file never changes). A file changed within ``RACY_WINDOW_NS`` of being
+stat'ed has no identity recorded (its next change might keep the same timestamps): it is hashed again on the next
+run. What the fast path trusts is the state file, which lives in ``simple/`` next to the pages it produced: whoever
+can forge it can rewrite those pages too. ``verify=True`` (``kernelwheel index --verify``) ignores the identities:
+every wheel is hashed and re-validated, and every ``.metadata`` compared with the wheel's own METADATA, as for a
+wheelhouse restored from elsewhere. A wheel whose sha256 matches the state is not re-validated either way. Every
+file is written under a temporary name and moved into place, ``.metadata`` files are written before the pages that
+link to them, pages before the root pages, and stale pages are removed last, so a client reading the tree mid-update
+never follows a link to a missing or half-written file. A lock file keeps two runs from interleaving; temporaries a
+killed run left behind are swept at the start of the next.
 
 Nothing outside the wheelhouse is written or removed: the state file is checked before use
 (``kernelwheel.index.state``), and every path is resolved and checked to lie inside the wheelhouse (or
@@ -36,9 +45,11 @@ Nothing outside the wheelhouse is written or removed: the state file is checked 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from stat import S_ISREG
 
 from packaging.version import Version
 
@@ -53,7 +64,15 @@ from kernelwheel.index.indexed_wheel import (
 )
 from kernelwheel.index.overlap import overlapping_builds
 from kernelwheel.index.pages import project_page, root_page
-from kernelwheel.index.state import STATE_FILE, IndexState, locked, read_state, state_bytes
+from kernelwheel.index.state import (
+    STATE_FILE,
+    Identities,
+    IndexState,
+    StatIdentity,
+    locked,
+    read_state,
+    state_bytes,
+)
 from kernelwheel.index.torch_minors import released_torch_minors
 from kernelwheel.io.atomic import sweep_stale_temporaries, write_atomic
 from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError
@@ -74,20 +93,21 @@ class IndexReport:
     torch_indexes: list[str] = field(default_factory=list)
     swept: list[Path] = field(default_factory=list)  # temporaries of killed runs removed at the start
     warnings: list[str] = field(default_factory=list)  # one line per version with builds that overlap (overlap.py)
+    hashed: int = 0  # wheels read and hashed in this run (the others matched their recorded stat identity)
 
     @property
     def projects(self) -> list[str]:
         return sorted({w.project for w in self.wheels})
 
 
-def write_index(wheelhouse: Path, *, extra_torch: Iterable[Version] = ()) -> IndexReport:
+def write_index(wheelhouse: Path, *, extra_torch: Iterable[Version] = (), verify: bool = False) -> IndexReport:
     """(Re)write ``wheelhouse/simple/`` and the ``.whl.metadata`` files for every ``wheelhouse/*.whl``.
 
     Every released torch minor (``torch_minors.json``) from a wheel's lower bound on that the wheel admits gets a
     sub-index (``_sub_index_minors``); ``extra_torch`` adds sub-indexes for minors neither released nor named by a
     wheel (e.g. ``2.16`` before its release, for a stable-ABI ``torch>=2.10`` build that should also be found under
     ``simple/torch2.16/``). ``IndexReport.warnings`` names the versions whose builds one machine would install alike
-    (``overlap.py``).
+    (``overlap.py``). ``verify`` hashes every wheel, trusting no recorded stat identity.
     Raises ``InvalidWheel`` (every bad wheel, listed), ``InvalidIndexState`` or ``IndexWriteFailed``; in each
     case the index already in place is left whole.
     """
@@ -98,7 +118,7 @@ def write_index(wheelhouse: Path, *, extra_torch: Iterable[Version] = ()) -> Ind
         _inside(simple, wheelhouse.resolve())
         with locked(simple):
             swept = _sweep(wheelhouse, simple)
-            report = _write_index_locked(wheelhouse, simple, extra_torch)
+            report = _write_index_locked(wheelhouse, simple, extra_torch, verify)
     except OSError as exc:
         if isinstance(exc, ToolError):
             raise
@@ -124,6 +144,36 @@ def _sweep(wheelhouse: Path, simple: Path) -> list[Path]:
             folders.append(child)
             folders.extend(g for g in sorted(child.iterdir()) if g.is_dir() and not g.is_symlink())
     return [path for folder in folders for path in sweep_stale_temporaries(folder)]
+
+
+def _identity(path: Path, now_ns: int) -> StatIdentity | None:
+    """``path``'s stat identity; None when it is no regular file (a symlink included) or was changed too recently."""
+    try:
+        stat = path.lstat()
+    except OSError:
+        return None
+    identity = StatIdentity.of(stat)
+    return identity if S_ISREG(stat.st_mode) and not identity.racy(now_ns) else None
+
+
+def _unchanged(path: Path, known: IndexedWheel | None, recorded: Identities,
+               now_ns: int) -> tuple[IndexedWheel, Identities] | None:
+    """The fast path: the state's record of ``path`` when the wheel's stat identity is the one recorded when it was
+    hashed, and its ``.metadata`` file's too (or that small file still hashes as recorded); None otherwise."""
+    if known is None or recorded.wheel is None:
+        return None
+    try:
+        stat = path.lstat()
+    except OSError:
+        return None
+    if not S_ISREG(stat.st_mode) or StatIdentity.of(stat) != recorded.wheel:
+        return None
+    metadata = path.with_name(path.name + ".metadata")
+    metadata_identity = _identity(metadata, now_ns)
+    changed = recorded.metadata is None or metadata_identity != recorded.metadata
+    if changed and (not metadata.is_file() or metadata.is_symlink() or sha256_file(metadata) != known.metadata_sha256):
+        return None
+    return known, Identities(recorded.wheel, metadata_identity)
 
 
 def _current(path: Path, known: IndexedWheel | None) -> IndexedWheel | None:
@@ -180,12 +230,13 @@ def _sub_index_minors(wheels: Iterable[IndexedWheel], extra_torch: Iterable[Vers
     return minors
 
 
-def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Version]) -> IndexReport:
+def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Version], verify: bool) -> IndexReport:
     state: IndexState = read_state(simple)  # raises InvalidIndexState before anything is changed
     previous = state.wheels
     report = IndexReport(root=wheelhouse, wheels=[])
     problems: list[str] = []
     wheels: list[IndexedWheel] = []
+    identities: dict[str, Identities] = {}
     metadata_files: dict[Path, bytes] = {}
     for path in sorted(wheelhouse.glob("*.whl")):
         if not path.is_file():
@@ -193,12 +244,22 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
             continue
         metadata_path = path.with_name(path.name + ".metadata")
         known = previous.get(path.name)
+        now_ns = time.time_ns()
         try:
+            fast = None if verify else _unchanged(path, known, state.identities.get(path.name, Identities()), now_ns)
+            if fast is not None:
+                wheels.append(fast[0])  # its stat identity is the one recorded when it was hashed
+                identities[path.name] = fast[1]
+                continue
+            before = _identity(path, now_ns)  # taken before hashing: a change while it is read shows next time
+            report.hashed += 1
             unchanged = _current(path, known)
             if unchanged is not None:
                 wheels.append(unchanged)  # same content as last run: not re-validated, its .metadata is in place
+                identities[path.name] = Identities(before, _identity(metadata_path, now_ns))
                 continue
             wheel, metadata = inspect_wheel(path)
+            identities[path.name] = Identities(before, None)  # its .metadata is written below
         except ToolError as exc:
             problems.append(str(exc))
             continue
@@ -258,7 +319,11 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
     for group in (project_pages, root_pages):
         for relative, data in sorted(group.items()):
             report.files_written += write_atomic(simple / relative, data)
-    write_atomic(simple / STATE_FILE, state_bytes(wheels, list(pages)))
+    now_ns = time.time_ns()
+    for path in metadata_files:  # written just now: racy, so hashed once more next run, unless stat'ed much later
+        wheel_name = path.name.removesuffix(".metadata")
+        identities[wheel_name] = replace(identities[wheel_name], metadata=_identity(path, now_ns))
+    write_atomic(simple / STATE_FILE, state_bytes(wheels, list(pages), identities))
 
     # 4. Only now remove what no page links to any more: only pages an earlier run wrote (named by the state, in the
     #    index's own page layout, checked above to lie inside simple/) and .metadata files of removed wheels.
