@@ -28,6 +28,9 @@ ALLOWED = {
     "hub/versions:resolve_version",
     # what the weekly upstream canary (pytest -m torch_release) compares with index/torch_minors.json.
     "index/torch_minors:minors_of_releases",
+    # a torch minor's requirement without a variant, as the torch frameworks' rules spell it (format/frameworks):
+    # the stand-in wheels tests install are made with it.
+    "wheels/naming:torch_requirement",
     # the plain progress bar of io/console, kept beside Activity for commands that count items, not bytes.
     "io/console:progress_bar",
 }

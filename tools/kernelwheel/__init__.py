@@ -25,6 +25,7 @@ io/urls                     URLs a user gives: why one cannot be used, and how t
 format/build_ids            one metadata.json ``id``, one build (kernels 0.19.1's rule)
 format/dependency           a kernel dependency as kernel-depends and locks write it (repo-id + version or revision)
 format/digests              metadata.json's per-file digests: written (kernel-builder's hash step) and verified
+format/frameworks           each framework's rules in one class: its name pieces, wheel project, label, requirement
 format/kernel_depends       kernel-depends, id and kernels-minver as kernels reads them, and the kernels requirement
 format/lockfile             kernels.lock files, in both formats kernels has written
 format/metadata             the metadata.json keys that changed meaning in kernels 0.19 (build-layout, backend.type)

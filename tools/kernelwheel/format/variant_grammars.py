@@ -1,6 +1,7 @@
 """The two build-variant name grammars (the legacy one and kernels 0.19's), each read into typed pieces.
 
-Grammar (kernel-builder / ``kernels`` HEAD ``variants.py``); the pieces are ``variant_pieces``' values:
+Grammar (kernel-builder / ``kernels`` HEAD ``variants.py``); the pieces are ``variant_pieces``' values, the arch
+frameworks those ``frameworks.FRAMEWORKS`` lists (each reads its own prefix: ``read_legacy``, ``read_dotted``):
 
 * ``torch<M><m>[-cxx11|-cxx98]-<backend>-<cpu>-<os>``: tied to one torch minor. ``torch210`` is torch 2.10: the
   first digit is the major, the rest the minor.
@@ -24,36 +25,13 @@ refuses digits that do not read back the same (``cuda-13.00``): a name is exactl
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
-from packaging.version import Version
-
-from kernelwheel.format.variant_pieces import (
-    CPUS,
-    NOARCH_BACKENDS,
-    OSES,
-    Arch,
-    Backend,
-    CxxAbi,
-    Framework,
-    Noarch,
-    Python,
-    Sdk,
-    Torch,
-    TorchStableAbi,
-    TvmFfi,
-    dotted,
-)
+from kernelwheel.format.frameworks import FRAMEWORKS, FrameworkRules, Noarch, Sdk
+from kernelwheel.format.variant_pieces import CPUS, NOARCH_BACKENDS, OSES, Arch, Backend, Python
 from kernelwheel.io.errors import InvalidVariantName
 
-Pieces = tuple[Framework | Noarch | Sdk, Arch | None, Python | None]  # Variant's fields: framework, arch, python
-
-_CXX_ABIS: dict[str, CxxAbi] = {"cxx11": "cxx11", "cxx98": "cxx98"}
-_LEGACY_ARCH = re.compile(
-    r"^(?P<fw>torch-stable-abi(?P<sv>[0-9]+)|tvm-ffi(?P<tv>[0-9]+)|torch(?P<v>[0-9]+)(?:-(?P<abi>cxx[0-9]+))?)"
-    r"-(?P<rest>.+)$"
-)
+Pieces = tuple[FrameworkRules, Arch | None, Python | None]  # Variant's fields: framework, arch, python
 
 
 def parse_pieces(name: str) -> Pieces:
@@ -73,15 +51,16 @@ def parse_pieces(name: str) -> Pieces:
         if backend is None:
             raise InvalidVariantName(f"variant {name!r}: no backend before cpython-... (e.g. cuda-13.0, cpu)")
         return framework, _arch(backend, cpu, os_, name), python
-    match = _LEGACY_ARCH.match(name)
-    if not match:
-        raise InvalidVariantName(
-            f"variant {name!r}: expected torch<XY>[-cxx11|-cxx98]-<backend>-<cpu>-<os>, "
-            "torch-stable-abi<XY>-<backend>-<cpu>-<os>, tvm-ffi<XY>-..., torch-<backend>, torch-universal, "
-            "torch-X.Y[-cxx11]-<backend>-cpython-X.Y-abi3-<cpu>-<os>, mlx-<backend> or sdk[-...]"
-        )
-    framework = _legacy_framework(match, name)
-    return framework, _legacy_arch(framework, match["rest"], name), None
+    for registered in FRAMEWORKS:  # in order: the first whose prefix the name starts with
+        legacy = registered.read_legacy(name)
+        if legacy is not None:
+            framework, rest = legacy
+            return framework, _legacy_arch(framework, rest, name), None
+    raise InvalidVariantName(
+        f"variant {name!r}: expected torch<XY>[-cxx11|-cxx98]-<backend>-<cpu>-<os>, "
+        "torch-stable-abi<XY>-<backend>-<cpu>-<os>, tvm-ffi<XY>-..., torch-<backend>, torch-universal, "
+        "torch-X.Y[-cxx11]-<backend>-cpython-X.Y-abi3-<cpu>-<os>, mlx-<backend> or sdk[-...]"
+    )
 
 
 def _sdk(rest: list[str], name: str) -> Pieces:
@@ -98,28 +77,7 @@ def _sdk(rest: list[str], name: str) -> Pieces:
     return Sdk(), _arch(backend, cpu, os_, name), python
 
 
-def _torch_version(digits: str, name: str) -> Version:
-    """``"210"`` → 2.10, ``"29"`` → 2.9: one major digit, then the minor (the kernels convention)."""
-    if len(digits) < 2:
-        raise InvalidVariantName(
-            f"variant {name!r}: torch version {digits!r} needs a major digit and a minor (e.g. '29' = 2.9, "
-            "'210' = 2.10)"
-        )
-    return Version(f"{digits[0]}.{int(digits[1:])}")
-
-
-def _legacy_framework(match: re.Match[str], name: str) -> Framework:
-    if match["sv"] is not None:
-        return TorchStableAbi(_torch_version(match["sv"], name))
-    if match["tv"] is not None:
-        return TvmFfi(_torch_version(match["tv"], name))
-    abi = match["abi"]
-    if abi is not None and abi not in _CXX_ABIS:
-        raise InvalidVariantName(f"variant {name!r}: C++ ABI {abi!r} is neither 'cxx11' nor 'cxx98'")
-    return Torch(_torch_version(match["v"], name), None if abi is None else _CXX_ABIS[abi])
-
-
-def _legacy_arch(framework: Framework, rest: str, name: str) -> Arch:
+def _legacy_arch(framework: FrameworkRules, rest: str, name: str) -> Arch:
     parts = rest.split("-")
     if len(parts) != 3:
         raise InvalidVariantName(
@@ -141,15 +99,12 @@ def _arch(backend: Backend | None, cpu: str, os_: str, name: str) -> Arch:
     return Arch(backend, cpu, os_)
 
 
-def _new_framework(parts: list[str], name: str) -> tuple[Framework, int] | None:
+def _new_framework(parts: list[str], name: str) -> tuple[FrameworkRules, int] | None:
     """The framework of a 0.19-grammar name and how many '-' parts it takes; None for a legacy name."""
-    if parts[:3] == ["torch", "stable", "abi"] and len(parts) > 3:
-        return TorchStableAbi(dotted(parts[3], "torch stable ABI", name)), 4
-    if parts[:2] == ["tvm", "ffi"] and len(parts) > 2:
-        return TvmFfi(dotted(parts[2], "tvm-ffi", name)), 3
-    if parts[0] == "torch" and len(parts) > 1 and parts[1][:1].isdigit():
-        cxx = _CXX_ABIS.get(parts[2]) if len(parts) > 2 else None
-        return Torch(dotted(parts[1], "torch", name), cxx), 3 if cxx else 2
+    for registered in FRAMEWORKS:
+        new = registered.read_dotted(parts, name)
+        if new is not None:
+            return new
     return None
 
 

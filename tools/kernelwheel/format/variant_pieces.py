@@ -1,9 +1,11 @@
 """A build-variant name's pieces as typed values: framework, backend, arch, Python, noarch, SDK; each spells itself.
 
 One frozen dataclass per piece of a ``build/<variant>/`` name: ``variants.Variant`` puts them together and
-``variant_grammars`` splits a name into them. Each piece spells itself in both grammars (``spelled``, ``str``), and
-the pieces that are also read on their own parse their spelling: ``Backend.parse`` (a legacy backend tag, ``cu128``,
-which is also a distribution-name suffix), ``Backend.parse_dotted`` and ``Python.parse`` (kernels 0.19's spelling).
+``variant_grammars`` splits a name into them. The framework pieces (``Torch``, ``TorchStableAbi``, ``TvmFfi``,
+``Noarch``, ``Sdk``) are ``frameworks``' classes, each holding its framework's rules; they are imported from here
+too. Each piece spells itself in both grammars (``spelled``, ``str``), and the pieces that are also read on their own
+parse their spelling: ``Backend.parse`` (a legacy backend tag, ``cu128``, which is also a distribution-name suffix),
+``Backend.parse_dotted`` and ``Python.parse`` (kernels 0.19's spelling).
 
 Names are ASCII (``check_ascii``): a regex digit class and ``int()`` would otherwise read fullwidth digits
 (``torch２１３``) as numbers.
@@ -17,10 +19,17 @@ from typing import ClassVar, Literal
 
 from packaging.version import Version
 
+from kernelwheel.format.frameworks import CxxAbi as CxxAbi
+from kernelwheel.format.frameworks import Framework as Framework
+from kernelwheel.format.frameworks import Noarch as Noarch
+from kernelwheel.format.frameworks import Sdk as Sdk
+from kernelwheel.format.frameworks import Torch as Torch
+from kernelwheel.format.frameworks import TorchStableAbi as TorchStableAbi
+from kernelwheel.format.frameworks import TvmFfi as TvmFfi
+from kernelwheel.format.frameworks import dotted, dotted_str
 from kernelwheel.io.errors import InvalidVariantName
 
 BackendKind = Literal["cuda", "rocm", "xpu", "cpu", "metal", "cann", "neuron", "tpu", "npu"]
-CxxAbi = Literal["cxx11", "cxx98"]
 
 CPUS: frozenset[str] = frozenset({"x86_64", "aarch64"})
 OSES: frozenset[str] = frozenset({"linux", "darwin", "windows"})
@@ -33,7 +42,6 @@ PythonAbi = Literal["abi3", "abi3t"]
 _PYTHON_ABIS: dict[str, PythonAbi] = {"abi3": "abi3", "abi3t": "abi3t"}
 LEGACY_PYTHON = Version("3.9")  # what a legacy name implicitly is: cpython-3.9-abi3
 ABI3T_MIN_PYTHON = Version("3.15")  # PEP 803: the free-threaded stable ABI starts with 3.15
-_DOTTED = re.compile(r"([0-9]+)\.([0-9]+)")
 
 
 def check_ascii(name: str, what: str) -> None:
@@ -43,22 +51,6 @@ def check_ascii(name: str, what: str) -> None:
         raise InvalidVariantName(
             f"{what} {name!r} holds {odd!r} (U+{ord(odd):04X}): variant names are ASCII letters, digits, '-' and '_'"
         )
-
-
-def _version_digits(version: Version) -> str:
-    return f"{version.major}{version.minor}"
-
-
-def dotted(text: str, what: str, name: str) -> Version:
-    """``"2.14"`` → 2.14: the 0.19 grammar writes every version as ``<major>.<minor>``."""
-    match = _DOTTED.fullmatch(text)
-    if not match:
-        raise InvalidVariantName(f"variant {name!r}: {what} version {text!r} is not <major>.<minor> (e.g. '2.14')")
-    return Version(f"{int(match[1])}.{int(match[2])}")
-
-
-def _dotted_str(version: Version) -> str:
-    return f"{version.major}.{version.minor}"
 
 
 @dataclass(frozen=True)
@@ -108,7 +100,7 @@ class Backend:
         if self.version is None:
             return self.kind
         if not legacy:
-            return f"{self.kind}-{_dotted_str(self.version)}"
+            return f"{self.kind}-{dotted_str(self.version)}"
         prefix = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu", "cann": "cann"}[self.kind]
         return f"{prefix}{self.version.major}{self.version.minor}"
 
@@ -119,53 +111,6 @@ class Backend:
     def tag(self) -> str:
         """The distribution-name suffix: ``cu128``, ``rocm71``, ``cpu`` (same as the variant string)."""
         return str(self)
-
-
-@dataclass(frozen=True)
-class Torch:
-    """``torch<M><m>[-cxx11|-cxx98]``: a build tied to one torch minor."""
-
-    version: Version
-    cxx_abi: CxxAbi | None = None
-
-    def spelled(self, *, legacy: bool) -> str:
-        abi = f"-{self.cxx_abi}" if self.cxx_abi else ""
-        if not legacy:
-            return f"torch-{_dotted_str(self.version)}{abi}"
-        return f"torch{_version_digits(self.version)}{abi}"
-
-    def __str__(self) -> str:
-        return self.spelled(legacy=True)
-
-
-@dataclass(frozen=True)
-class TorchStableAbi:
-    """``torch-stable-abi<M><m>``: built against torch's stable C ABI; works on that torch minor or newer."""
-
-    version: Version
-
-    def spelled(self, *, legacy: bool) -> str:
-        if not legacy:
-            return f"torch-stable-abi-{_dotted_str(self.version)}"
-        return f"torch-stable-abi{_version_digits(self.version)}"
-
-    def __str__(self) -> str:
-        return self.spelled(legacy=True)
-
-
-@dataclass(frozen=True)
-class TvmFfi:
-    """``tvm-ffi<M><m>``: a tvm-ffi kernel (no torch extension inside)."""
-
-    version: Version
-
-    def spelled(self, *, legacy: bool) -> str:
-        if not legacy:
-            return f"tvm-ffi-{_dotted_str(self.version)}"
-        return f"tvm-ffi{_version_digits(self.version)}"
-
-    def __str__(self) -> str:
-        return self.spelled(legacy=True)
 
 
 @dataclass(frozen=True)
@@ -200,43 +145,14 @@ class Python:
             raise InvalidVariantName(f"variant {name!r}: Python ABI {parts[2]!r} is neither 'abi3' nor 'abi3t'")
         if abi == "abi3t" and version < ABI3T_MIN_PYTHON:
             raise InvalidVariantName(
-                f"variant {name!r}: abi3t needs Python {ABI3T_MIN_PYTHON} or later, not {_dotted_str(version)}"
+                f"variant {name!r}: abi3t needs Python {ABI3T_MIN_PYTHON} or later, not {dotted_str(version)}"
             )
         return cls(version, abi)
 
     def __str__(self) -> str:
-        return f"cpython-{_dotted_str(self.version)}-{self.abi}"
+        return f"cpython-{dotted_str(self.version)}-{self.abi}"
 
     @property
     def tag(self) -> str:
         """The wheel's Python tag: ``cp312`` for ``cpython-3.12``."""
         return f"cp{self.version.major}{self.version.minor}"
-
-
-@dataclass(frozen=True)
-class Noarch:
-    """``torch-<backend>`` (pure Python, backend picked at run time), the legacy ``torch-universal``, or
-    ``mlx-<backend>`` (an MLX kernel: no torch)."""
-
-    backend: str
-    framework: Literal["torch", "mlx"] = "torch"
-
-    def __str__(self) -> str:
-        return f"{self.framework}-{self.backend}"
-
-
-@dataclass(frozen=True)
-class Sdk:
-    """An SDK (no framework). ``backend``: the bare backend name of ``sdk-<backend>``; an SDK with compiled parts
-    keeps its backend in ``Variant.arch`` instead."""
-
-    backend: str | None = None
-
-    def __str__(self) -> str:
-        return "sdk" if self.backend is None else f"sdk-{self.backend}"
-
-    def spelled(self, *, legacy: bool) -> str:
-        return str(self)
-
-
-Framework = Torch | TorchStableAbi | TvmFfi

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from kernelwheel.format.frameworks import FrameworkRules, Sdk
 from kernelwheel.format.variant_grammars import parse_pieces
-from kernelwheel.format.variant_pieces import Arch, Framework, Noarch, Python, Sdk, TorchStableAbi, check_ascii
+from kernelwheel.format.variant_pieces import Arch, Python, check_ascii
 from kernelwheel.io.errors import InvalidVariantName
 
 
@@ -31,7 +32,7 @@ class Variant:
     ``cpython-X.Y-abi`` a 0.19-grammar name spells; None for a legacy name (implicitly 3.9 abi3) or one without
     compiled parts."""
 
-    framework: Framework | Noarch | Sdk
+    framework: FrameworkRules  # its rules: ``frameworks``
     arch: Arch | None = None
     python: Python | None = None
 
@@ -49,9 +50,7 @@ class Variant:
             return str(self.framework)
         if self.python is None:
             return f"{self.framework}-{self.arch}"
-        framework = self.framework
-        assert not isinstance(framework, Noarch)  # a noarch variant has no arch
-        parts = [framework.spelled(legacy=False)]
+        parts = [self.framework.spelled(legacy=False)]
         if self.arch.backend is not None:
             parts.append(self.arch.backend.spelled(legacy=False))
         return "-".join([*parts, str(self.python), self.arch.cpu, self.arch.os])
@@ -59,7 +58,7 @@ class Variant:
     @property
     def legacy(self) -> bool:
         """Whether the name is in the legacy grammar, the one every supported kernels release reads."""
-        return self.python is None and not isinstance(self.framework, Sdk)
+        return self.python is None and self.framework.legacy_grammar
 
     @property
     def python_floor(self) -> Python | None:
@@ -71,18 +70,16 @@ class Variant:
 
     @property
     def sdk(self) -> bool:
-        return isinstance(self.framework, Sdk)
+        return isinstance(self.framework, Sdk)  # a question of kind, not a rule
 
     @property
     def stable_abi(self) -> bool:
-        return isinstance(self.framework, TorchStableAbi)
+        return self.framework.stable_abi
 
     @property
     def torch(self) -> Version | None:
-        """The torch minor this build targets (``None`` for noarch and SDKs)."""
-        if isinstance(self.framework, (Noarch, Sdk)):
-            return None
-        return self.framework.version
+        """The torch minor this build targets (``None`` for noarch, SDKs and frameworks without torch)."""
+        return self.framework.torch
 
     @property
     def depends_backend(self) -> str:
@@ -90,10 +87,7 @@ class Variant:
         noarch variant, which only gets the general names)."""
         if self.arch is not None:
             return "universal" if self.arch.backend is None else self.arch.backend.kind
-        framework = self.framework
-        if isinstance(framework, (Noarch, Sdk)) and framework.backend is not None:
-            return framework.backend
-        return "universal"
+        return self.framework.noarch_backend or "universal"
 
     @property
     def backend_tag(self) -> str | None:

@@ -2,7 +2,9 @@
 
 The build backend (``tools.build.backend``), hub2wheel (``convert``) and the index all go through here, so
 ``img2gray-cu130`` / ``0.1.0+torch2.14`` / ``torch==2.14.*`` / ``cp39-abi3`` are decided once. A build variant becomes
-a wheel name in exactly one function, ``wheel_name_for``; its torch requirement in ``torch_requirement_for``.
+a wheel name in exactly one function, ``wheel_name_for``; its framework requirement in ``framework_requirement_for``.
+What differs per framework (the project suffix, the version label, the requirement) is that framework's rules, its
+class in ``format/frameworks``: here those rules are asked, never the framework's type.
 
 Scheme (docs/building.md, "Naming scheme"):
 
@@ -32,7 +34,8 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from kernelwheel.format.variant_pieces import Backend, Noarch, Sdk, Torch, TorchStableAbi, TvmFfi
+from kernelwheel.format.frameworks import Torch, TorchStableAbi, dotted_str
+from kernelwheel.format.variant_pieces import Backend
 from kernelwheel.format.variants import Variant
 from kernelwheel.io.atomic import NAME_MAX, TEMPORARY_NAME_OVERHEAD
 from kernelwheel.io.errors import InvalidVariantName, InvalidWheelName
@@ -106,7 +109,7 @@ def torch_minor(torch_version: str | Version) -> Version:
 
 def torch_label(torch: Version) -> str:
     """``Version("2.14")`` → ``"torch2.14"``: the local version label, and the folder of that torch's sub-index."""
-    return f"torch{torch.major}.{torch.minor}"
+    return f"torch{dotted_str(torch)}"
 
 
 def labelled_torch(version: Version) -> Version | None:
@@ -138,9 +141,9 @@ def _labelled(version: Version, label: str) -> Version:
 
 
 def torch_requirement(torch: Version, *, stable_abi: bool = False) -> Requirement:
-    """``torch==2.14.*`` for a build tied to torch 2.14; ``torch>=2.10`` for a stable-ABI build targeting 2.10."""
-    minor = f"{torch.major}.{torch.minor}"
-    return Requirement(f"torch>={minor}" if stable_abi else f"torch=={minor}.*")
+    """``torch==2.14.*`` for a build tied to torch 2.14; ``torch>=2.10`` for a stable-ABI build targeting 2.10 (as
+    those frameworks' rules spell it)."""
+    return TorchStableAbi(torch).requirement() if stable_abi else Torch(torch).requirement()
 
 
 def manylinux_tag(glibc: tuple[int, int], arch: str) -> str:
@@ -213,43 +216,20 @@ class WheelName:
         return cls(str(name), version, python_tag, abi_tag, platform_tag)
 
 
-# kernels' python_depends.json maps the logical name tvm-ffi to this pip package (import name tvm_ffi).
-TVM_FFI_PACKAGE = "apache-tvm-ffi"
-
-
 def framework_requirement_for(variant: Variant) -> Requirement:
-    """What the variant's framework needs at run time: ``torch==X.Y.*`` for ``torchXY``, ``torch>=X.Y`` for
-    ``torch-stable-abiXY``, ``apache-tvm-ffi==X.Y.*`` for ``tvm-ffiXY`` (kernels loads it only with tvm-ffi X.Y),
-    bare ``torch`` for noarch."""
-    framework = variant.framework
-    if isinstance(framework, Torch):
-        return torch_requirement(framework.version)
-    if isinstance(framework, TorchStableAbi):
-        return torch_requirement(framework.version, stable_abi=True)
-    if isinstance(framework, TvmFfi):
-        return Requirement(f"{TVM_FFI_PACKAGE}=={framework.version.major}.{framework.version.minor}.*")
-    if isinstance(framework, Sdk):
+    """What the variant's framework needs at run time (``frameworks``: ``FrameworkRules.requirement``):
+    ``torch==X.Y.*`` for ``torchXY``, ``torch>=X.Y`` for ``torch-stable-abiXY``, ``apache-tvm-ffi==X.Y.*`` for
+    ``tvm-ffiXY`` (kernels loads it only with tvm-ffi X.Y), bare ``torch`` for noarch."""
+    requirement = variant.framework.requirement()
+    if requirement is None:
         raise InvalidVariantName(f"variant {variant}: an SDK has no framework to require")
-    return Requirement(framework.framework)  # noarch: torch, or mlx for mlx-<backend>
+    return requirement
 
 
 def framework_requirements(variant: Variant) -> list[Requirement]:
     """``framework_requirement_for`` as a list: empty for an SDK, which runs without any framework."""
-    return [] if isinstance(variant.framework, Sdk) else [framework_requirement_for(variant)]
-
-
-def _own_project(variant: Variant, kernel: str) -> str | None:
-    """The projects kept apart from the torch builds: ``<kernel>-sdk[-<backend>]`` for an SDK (``img2gray-sdk``,
-    ``img2gray-sdk-cuda``, ``img2gray-sdk-cu128``), ``<kernel>-mlx-<backend>`` for an MLX kernel; None otherwise."""
-    framework = variant.framework
-    if isinstance(framework, Sdk):
-        base = f"{validate_kernel_name(kernel)}-sdk"
-        if framework.backend is not None:
-            return distribution_name(f"{base}-{framework.backend}", None)
-        return distribution_name(base, variant.backend_tag)
-    if isinstance(framework, Noarch) and framework.framework == "mlx":
-        return distribution_name(f"{validate_kernel_name(kernel)}-mlx-{framework.backend}", None)
-    return None
+    requirement = variant.framework.requirement()
+    return [] if requirement is None else [requirement]
 
 
 def wheel_name_for(
@@ -261,22 +241,18 @@ def wheel_name_for(
     another project, ``<kernel>-tvm-ffi-<backend>`` (it needs no torch, and must never be chosen for a torch user),
     labelled ``+tvmffiX.Y`` as a torch build is labelled ``+torchX.Y``. ``noarch_backend`` names a noarch build's
     project ``<kernel>-<backend>`` (when a kernel's noarch builds differ per backend, see ``noarch``). SDK and MLX
-    variants are projects of their own (``_own_project``). A name in kernels 0.19's grammar gives its legacy twin's
+    variants are projects of their own (``own_project``). A name in kernels 0.19's grammar gives its legacy twin's
     project and version: only its ``cpython-X.Y`` changes the wheel, through the tags it is given."""
     framework = variant.framework
-    own = _own_project(variant, kernel)
-    if own is not None:
-        distribution, version = own, kernel_version(base_version, None)
-    elif noarch_backend is not None:  # one of several noarch builds that differ: a project per backend
-        distribution = f"{validate_kernel_name(kernel)}-{noarch_backend}"
-        version = kernel_version(base_version, None)
-    elif isinstance(framework, TvmFfi):
-        distribution = distribution_name(f"{validate_kernel_name(kernel)}-tvm-ffi", variant.backend_tag)
-        tvm = framework.version
-        version = _labelled(kernel_version(base_version, None), f"tvmffi{tvm.major}.{tvm.minor}")
+    if noarch_backend is not None and not framework.own_project:  # noarch builds that differ: one project each
+        distribution, label = f"{validate_kernel_name(kernel)}-{noarch_backend}", None
     else:
-        distribution = distribution_name(kernel, variant.backend_tag)
-        version = kernel_version(base_version, framework.version if isinstance(framework, Torch) else None)
+        suffix = framework.project_suffix
+        project = validate_kernel_name(kernel) if suffix is None else f"{validate_kernel_name(kernel)}-{suffix}"
+        distribution, label = distribution_name(project, variant.backend_tag), framework.version_label
+    version = kernel_version(base_version, None)
+    if label is not None:
+        version = _labelled(version, f"{label[0]}{dotted_str(label[1])}")
     name = WheelName(
         distribution=distribution,
         version=version,

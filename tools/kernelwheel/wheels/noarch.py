@@ -7,7 +7,8 @@ one), so noarch folders whose files or dependencies differ are different builds 
 aside: it names its backend) and declare the same ``python-depends`` and ``kernel-depends`` stay one ``<kernel>``
 wheel, built from the preferred folder; the others are reported as the same wheel.
 
-Only torch noarch folders take part: ``mlx-<backend>`` and SDK folders are projects of their own (``naming``).
+Only torch noarch folders take part (``FrameworkRules.one_noarch_wheel``): ``mlx-<backend>`` and SDK folders are
+projects of their own (``naming``).
 ``torch-cann`` (kernels 0.19 on Ascend) and ``torch-npu`` (0.17) are both kept, as any two backends are.
 """
 
@@ -20,7 +21,6 @@ from pathlib import Path
 
 from kernelwheel.format.digests import digested_files, file_digest
 from kernelwheel.format.variant_folder import collect_files, read_metadata
-from kernelwheel.format.variant_pieces import Noarch
 from kernelwheel.format.variants import Variant
 from kernelwheel.io.errors import ToolError
 
@@ -38,13 +38,12 @@ class NoarchPlan:
 
 
 def backend_of(variant: Variant) -> str:
-    framework = variant.framework
-    return framework.backend if isinstance(framework, Noarch) else "universal"
+    return variant.framework.noarch_backend or "universal"
 
 
 def is_torch_noarch(variant: Variant) -> bool:
-    framework = variant.framework
-    return isinstance(framework, Noarch) and framework.framework == "torch"
+    """Whether ``variant`` is a noarch folder that may be the same build as its siblings (``one_noarch_wheel``)."""
+    return variant.arch is None and variant.framework.one_noarch_wheel
 
 
 def _rank(variant: Variant) -> int:

@@ -12,9 +12,7 @@ import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from packaging.version import Version
-
-from kernelwheel.format.variant_pieces import CPUS, CxxAbi, Torch
+from kernelwheel.format.variant_pieces import CPUS
 from kernelwheel.format.variants import Variant, display_name
 from kernelwheel.io.errors import InvalidVariantName
 
@@ -44,11 +42,6 @@ class VariantRejected:
 class Selection:
     accepted: list[Variant] = field(default_factory=list)
     rejected: list[VariantRejected] = field(default_factory=list)
-
-
-def _preferred_cxx_abi(torch: Version) -> CxxAbi:
-    # PyPI's torch wheels switched to the C++11 ABI with 2.7 (manylinux_2_28); before that they were cxx98.
-    return "cxx11" if torch >= Version("2.7") else "cxx98"
 
 
 def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter()) -> Selection:
@@ -83,8 +76,7 @@ def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter(
         if v.arch is None:
             noarch.append(v)
             continue
-        fw = v.framework
-        key = (type(fw), v.torch, v.arch, v.python_floor)
+        key = (v.framework.twin(), v.arch, v.python_floor)
         by_key.setdefault(key, []).append(v)
     for group in by_key.values():
         keep = min(group, key=_twin_rank)
@@ -97,19 +89,17 @@ def select_variants(names: Iterable[str], target: VariantFilter = VariantFilter(
 
 
 def _twin_rank(variant: Variant) -> tuple[bool, bool, str]:
-    """Of names that give one wheel: PyPI torch's C++ ABI first, then the legacy grammar (every supported kernels
-    release reads it; 0.17 refuses the new one), then by name."""
-    torch, framework = variant.torch, variant.framework
-    cxx_ok = torch is None or not isinstance(framework, Torch) or framework.cxx_abi == _preferred_cxx_abi(torch)
-    return not cxx_ok, not variant.legacy, str(variant)
+    """Of names that give one wheel: the framework's preferred spelling first (PyPI torch's C++ ABI), then the legacy
+    grammar (every supported kernels release reads it; 0.17 refuses the new one), then by name."""
+    return not variant.framework.preferred_twin(), not variant.legacy, str(variant)
 
 
 def _same_wheel(variant: Variant, keep: Variant) -> str:
     if variant.framework == keep.framework:
         return f"same wheel as {keep} (the same build in the other variant grammar; the legacy name is kept)"
-    torch = keep.torch
-    assert torch is not None  # frameworks differ only in the C++ ABI tag of a torch build
-    return f"same wheel as {keep} (PyPI torch {torch} uses the {_preferred_cxx_abi(torch)} C++ ABI)"
+    because = keep.framework.preferred_because()
+    assert because is not None  # twins' frameworks differ only where the framework prefers one (a C++ ABI tag)
+    return f"same wheel as {keep} ({because})"
 
 
 def _unsupported(variant: Variant, target: VariantFilter) -> str | None:
