@@ -110,13 +110,27 @@ venv: $(VENV)/.installed
 
 # Set-up output goes to stderr: `eval "$$(make -s hub)"` reads the one line `make hub` prints on stdout.
 # The toolkit (tools/kernelwheel) is installed editable: its distribution is tools/pyproject.toml.
-$(VENV)/.installed: requirements/*.txt tools/pyproject.toml
+$(VENV)/.installed: requirements/*.txt requirements/*.lock tools/pyproject.toml
 	$(PYTHON) -m venv $(VENV) >&2
 	$(PIP) install --upgrade pip >&2
+	$(PIP) install --require-hashes -r requirements/build.lock -r requirements/torch.lock >&2
 	$(PIP) install -r requirements/dev.txt >&2
 	$(PIP) install -e ./tools >&2
 	mkdir -p dist
 	touch $@
+
+# The locked build environment (docs/building.md, "Reproducing a wheel"): requirements/build.lock and torch.lock from
+# the ranges in requirements/build.txt and torch.txt, every package at one version with the sha256 of its files on
+# PyPI, for the build's CPython 3.11 on manylinux_2_28 x86_64. Commit both; `make venv` installs them with hashes.
+# UPGRADE=--upgrade moves every package to the newest its range allows (else only what a changed range needs).
+.PHONY: lock
+UV ?= $(VENV)/bin/uv
+UPGRADE ?=
+LOCK_COMPILE = $(UV) pip compile --quiet --no-config $(UPGRADE) --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --index-url https://pypi.org/simple --custom-compile-command "make lock"
+lock:
+	$(LOCK_COMPILE) --output-file requirements/build.lock requirements/build.txt
+	$(LOCK_COMPILE) --constraint requirements/build.lock --output-file requirements/torch.lock requirements/torch.txt
 
 clean:
 	rm -rf build build-cmake dist tools/dist wheelhouse/*.whl
