@@ -1,7 +1,7 @@
 """.github/workflows/upstream-canary.yml, checked offline: GitHub's schema and actionlint, a weekly schedule, the
 newest kernels added to the differential tests (which exist and carry the marker it selects), the op tests
-run under the newest torch, and the list of released torch minors compared with PyPI's (its commands run here on a
-recorded answer of PyPI's)."""
+run under the newest torch, the build under the newest build tools with the lock left alone, and the list of released
+torch minors compared with PyPI's (its commands run here on a recorded answer of PyPI's)."""
 
 from __future__ import annotations
 
@@ -101,3 +101,24 @@ def test_torch_minors_job_compares_the_released_minors_with_pypis() -> None:
     assert failed.returncode == 1, failed.stdout[-3000:]
     assert (f'torch {following} is released on PyPI: add "{following}" to tools/kernelwheel/index/torch_minors.json '
             "so that kernelwheel index writes its sub-index") in failed.stdout
+
+
+def test_build_tools_job_builds_with_the_newest_tools_and_leaves_the_lock_alone() -> None:
+    """The ranges of requirements/build.txt resolved to their newest (uv's --upgrade, into a file of the runner's),
+    installed over the locked venv; the lock files unchanged; then both wheels, the op tests and the double build."""
+    job = load_workflow(WORKFLOW)["jobs"]["build-tools"]
+    assert step_running(job, "make venv")
+    script = step_running(job, "uv pip compile")["run"]
+    compile_command = " ".join(script.split("\n")[0:3]).replace("\\", " ")
+    argv = compile_command.split()
+    assert argv[:3] == [".venv/bin/uv", "pip", "compile"] and "--upgrade" in argv and argv[-1] == "requirements/build.txt"
+    output = argv[argv.index("--output-file") + 1]
+    assert output.startswith('"${RUNNER_TEMP}/') and "requirements/" not in output
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    for option in ("--python-version 3.11", "--python-platform x86_64-manylinux_2_28", "--index-url https://pypi.org/simple"):
+        assert option in makefile and option in compile_command, option  # what `make lock` resolves for
+    assert f".venv/bin/python -m pip install -r {output}" in script
+    assert script.rstrip().endswith("git diff --exit-code -- requirements/")
+    check = step_running(job, "make install")["run"]
+    assert "tests/test_ops.py" in check
+    assert "tests/build/test_reproducible.py::test_a_commit_rebuilt_in_another_folder_is_the_same_bytes" in check
