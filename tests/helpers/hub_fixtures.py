@@ -22,6 +22,15 @@ OLAH_VERSION = "0.5.4"
 KERNELS_VERSION = "0.11.3"
 
 
+@pytest.fixture(autouse=True)
+def servers_asked_again() -> None:
+    """No server is noted as not answering when a test starts: kernelwheel notes one for the rest of the process
+    (``answer_deadline.note_unanswered``), which a command forgets when it starts and a test of a module does not."""
+    from kernelwheel.io import answer_deadline  # here: this plugin loads in venvs without the toolkit's rich
+
+    answer_deadline.forget_unanswered()
+
+
 @pytest.fixture(scope="session")
 def so_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("so-cache")

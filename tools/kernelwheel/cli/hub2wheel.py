@@ -24,6 +24,7 @@ from kernelwheel.hub.settings import HubSettings, digest_cache_file, elf_verdict
 from kernelwheel.hub.sources import Source, dependency_source, hub_source, local_source, lock_sources
 from kernelwheel.hub.trust import TrustPolicy
 from kernelwheel.hub.versions import parse_version_spec
+from kernelwheel.io import answer_deadline
 from kernelwheel.io.atomic import (
     Terminated,
     check_writable_directory,
@@ -164,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     total = Report()
+    answer_deadline.forget_unanswered()  # a Hub that did not answer an earlier run in this process is asked again
     try:
         settings = HubSettings.from_env()
         _quiet_huggingface_hub()  # after from_env: importing huggingface_hub parses the HF_ENDPOINT it refuses

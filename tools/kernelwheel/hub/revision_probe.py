@@ -31,8 +31,8 @@ _DISABLED = "Access to this resource is disabled."
 
 class Answer(enum.Enum):
     NO_SUCH_REPOSITORY = "no such repository"
-    # No complete answer within huggingface_hub's own HEAD timeout (HF_HUB_ETAG_TIMEOUT, for the whole answer here):
-    # asking again through it would wait as long again.
+    # No complete answer within huggingface_hub's own HEAD timeout (HF_HUB_ETAG_TIMEOUT, for the whole answer here),
+    # now or earlier in this run (answer_deadline.unanswered): asking again through it would wait as long again.
     TIMED_OUT = "no answer in time"
 
 
@@ -78,6 +78,8 @@ def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, r
     import urllib.request
 
     url = resolve_url(endpoint, repo_id, repo_type, revision, filename)
+    if answer_deadline.unanswered(url) is not None:
+        return TIMED_OUT  # it did not answer earlier in this run: asking again would wait as long again
     headers = {"User-Agent": f"hub2wheel; hf_hub/{huggingface_hub.__version__}", "Accept-Encoding": "identity"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
@@ -103,7 +105,10 @@ def ask(endpoint: str | None, token: str | None, repo_id: str, repo_type: str, r
     except (OSError, ValueError, http.client.HTTPException) as exc:
         # urllib wraps a connect timeout in URLError; a timeout waiting for the answer comes as it is.
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        return TIMED_OUT if isinstance(reason, TimeoutError) else None
+        if not isinstance(reason, TimeoutError):
+            return None
+        answer_deadline.note_unanswered(url, f"no complete answer within {seconds:g} s")
+        return TIMED_OUT
     if result is None:
         return None
     status, answer = result

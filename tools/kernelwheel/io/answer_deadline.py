@@ -12,14 +12,18 @@ A read timeout bounds the wait for each piece of an answer, not the answer: a se
   larger of ``HF_HUB_ETAG_TIMEOUT`` and ``HF_HUB_DOWNLOAD_TIMEOUT``, its own settings, so users tune one thing), the
   body within ``HF_HUB_DOWNLOAD_TIMEOUT`` plus the time its bytes so far take at ``MIN_BYTES_PER_S`` (a body that
   drips, whatever its ``Content-Length`` claims, ends ``HF_HUB_DOWNLOAD_TIMEOUT`` after its headers). At the
-  deadline the socket is shut down and the call raises ``httpx.ReadTimeout``, which huggingface_hub reads as "the
-  Hub cannot be reached" (cache fallback) as it reads its own timeouts. Not bounded by it:
-  the response headers of a request on a kept-alive connection (no new socket to watch; the connection's first
-  answer already came within its deadline) and requests through an environment proxy (httpx builds those
-  transports itself); both still have huggingface_hub's per-read timeouts.
+  deadline the socket is shut down, which wakes the read blocked on it. A request on a kept-alive connection has no
+  new socket to watch: at its deadline every idle kept-alive socket to that server is shut down, the one it waits on
+  among them (a server that answered a HEAD and then kept sending bytes on that connection held the next request
+  for ever). Requests through an environment proxy are not bounded (httpx builds those transports itself); they
+  still have huggingface_hub's per-read timeouts.
 
-A refused connection is not retried (``_refusal``): huggingface_hub retried it five times, 1 to 8 s apart, so a run
-against a Hub that is down waited 23-47 s for its one error; it now fails (or falls back to the cache) at once.
+A server that did not answer in time, or refused the connection, is not asked again until ``forget_unanswered()``
+(a command calls it when it starts): each later request to it fails at once, as does the revision probe's
+(``unanswered``), so a run against a Hub that never answers waits one deadline, not one per request and retry.
+Both failures are huggingface_hub's ``OfflineModeIsEnabled``, which its callers read as "the Hub cannot be reached"
+(cache fallback) and its retry loops do not retry: huggingface_hub retried a refused connection five times, 1 to
+8 s apart (23-47 s for one error), and a timeout as often, each try waiting its deadline again.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import contextlib
 import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -108,11 +113,75 @@ def body_grace_s() -> float:
     return float(constants.HF_HUB_DOWNLOAD_TIMEOUT)
 
 
-class _Watchdog:
-    """Shuts down the sockets of one request when its deadline passes, which wakes a read blocked on them. One
-    thread per request, whose deadline can move (the body's grows with the bytes received)."""
+def origin(url: str) -> str:
+    """``scheme://host:port`` of ``url`` (the port spelled out): the server a request goes to."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
-    def __init__(self) -> None:
+
+_state = threading.Lock()
+_unanswered: dict[str, str] = {}  # origin → why it is not asked again
+_idle: dict[str, set[socket.socket]] = {}  # origin → sockets of kept-alive connections between two answers
+
+
+def note_unanswered(url: str, reason: str) -> None:
+    """The server of ``url`` did not answer (``reason``: "no complete answer within 10 s"): not asked again."""
+    with _state:
+        _unanswered.setdefault(origin(url), reason)
+
+
+def unanswered(url: str) -> str | None:
+    """Why the server of ``url`` is not asked again (``note_unanswered``), or None."""
+    with _state:
+        return _unanswered.get(origin(url))
+
+
+def forget_unanswered() -> None:
+    """Ask every server again (a command starts: what an earlier run in this process found no longer counts)."""
+    with _state:
+        _unanswered.clear()
+
+
+def _seconds(value: float) -> str:
+    return f"{round(value, 1):g}"
+
+
+def _socket_of(stream: Any) -> socket.socket | None:
+    sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def _idle_again(where: str, sock: socket.socket | None) -> None:
+    """An answer on ``sock`` ended: its connection may wait in the pool for the next request."""
+    if sock is not None:
+        with _state:
+            idle = _idle.setdefault(where, set())
+            idle.difference_update([known for known in idle if known.fileno() == -1])  # closed by the pool since
+            idle.add(sock)
+
+
+def _taken(where: str, sock: socket.socket | None) -> None:
+    if sock is not None:
+        with _state:
+            _idle.get(where, set()).discard(sock)
+
+
+def _shut_idle(where: str) -> None:
+    """Shut down every idle kept-alive socket to ``where`` (one of them holds a request past its deadline)."""
+    with _state:
+        sockets = [sock for sock in _idle.pop(where, set()) if sock.fileno() != -1]
+    for sock in sockets:
+        _Watchdog.shut(sock)
+
+
+class _Watchdog:
+    """Shuts down the sockets of one request when its deadline passes, which wakes a read blocked on them, and notes
+    the server as not answering. One thread per request, whose deadline can move (the body's grows with the bytes
+    received)."""
+
+    def __init__(self, where: str) -> None:
+        self._where = where
         self._lock = threading.Condition()
         self._sockets: list[socket.socket] = []
         self._deadline: float | None = None
@@ -137,44 +206,53 @@ class _Watchdog:
                 left = None if self._deadline is None else self._deadline - time.monotonic()
                 if left is not None and left <= 0:
                     self.expired_after = self._seconds
+                    note_unanswered(self._where, self.reason())
                     for sock in self._sockets:
-                        self._shut(sock)
+                        self.shut(sock)
+                    if not self._sockets:  # a kept-alive connection's: not known which, so every idle one
+                        _shut_idle(self._where)
                     return
                 self._lock.wait(left)
 
-    def watch(self, stream: Any) -> None:
-        sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
-        if isinstance(sock, socket.socket):
+    def reason(self) -> str:
+        return f"no complete answer within {_seconds(self.expired_after or 0.0)} s"
+
+    def watch(self, sock: socket.socket | None) -> None:
+        if sock is not None:
             with self._lock:
                 self._sockets.append(sock)
                 if self.expired_after is not None:
-                    self._shut(sock)
+                    self.shut(sock)
 
     @staticmethod
-    def _shut(sock: socket.socket) -> None:
+    def shut(sock: socket.socket) -> None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def _timeout_error(request: httpx2.Request, seconds: float) -> httpx2.ReadTimeout:
-    import httpx2
+def _unreachable(request: httpx2.Request, reason: str) -> Exception:
+    """huggingface_hub's ``OfflineModeIsEnabled``: its callers read it as "the Hub cannot be reached" (cache
+    fallback) as they read a failed connect or a timeout, but its retry loops do not retry it."""
+    from huggingface_hub.errors import OfflineModeIsEnabled
 
-    return httpx2.ReadTimeout(f"no complete answer from {request.url.host} within {seconds:g} s", request=request)
+    where = request.url.host if request.url.port is None else f"{request.url.host}:{request.url.port}"
+    return OfflineModeIsEnabled(f"{where}: {reason}")
 
 
 def _make_transport() -> httpx2.HTTPTransport:
     import httpx2
 
     class _Body(httpx2.SyncByteStream):
-        def __init__(self, inner: httpx2.SyncByteStream, watchdog: _Watchdog, request: httpx2.Request) -> None:
-            self._inner, self._watchdog, self._request = inner, watchdog, request
+        def __init__(self, inner: httpx2.SyncByteStream, watchdog: _Watchdog, request: httpx2.Request,
+                     sock: socket.socket | None) -> None:
+            self._inner, self._watchdog, self._request, self._sock = inner, watchdog, request, sock
 
         def __iter__(self) -> Iterator[bytes]:
             start, received = time.monotonic(), 0
             try:
                 for chunk in self._inner:
                     if self._watchdog.expired_after is not None:
-                        raise _timeout_error(self._request, self._watchdog.expired_after)
+                        raise _unreachable(self._request, self._watchdog.reason())
                     received += len(chunk)
                     # The deadline grows with what came: a body slower than MIN_BYTES_PER_S on average ends.
                     allowed = body_grace_s() + received / MIN_BYTES_PER_S
@@ -182,18 +260,24 @@ def _make_transport() -> httpx2.HTTPTransport:
                     yield chunk
             except httpx2.TransportError:
                 if self._watchdog.expired_after is not None:
-                    raise _timeout_error(self._request, self._watchdog.expired_after) from None
+                    raise _unreachable(self._request, self._watchdog.reason()) from None
                 raise
 
         def close(self) -> None:
             self._watchdog.disarm()
             self._inner.close()
+            if self._watchdog.expired_after is None:
+                _idle_again(origin(str(self._request.url)), self._sock)
 
     class DeadlineTransport(httpx2.HTTPTransport):
         """httpx's own transport, with ``answer_deadline``'s deadlines on every answer."""
 
         def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-            watchdog, limit = _Watchdog(), headers_s()
+            where = origin(str(request.url))
+            why = unanswered(where)
+            if why is not None:
+                raise _unreachable(request, f"{why}, to an earlier request (not asked again)")
+            watchdog, limit = _Watchdog(where), headers_s()
             _trace_sockets(request, watchdog)
             _cap_timeouts(request, limit)
             watchdog.arm(limit)
@@ -202,14 +286,16 @@ def _make_transport() -> httpx2.HTTPTransport:
             except httpx2.TransportError as exc:
                 watchdog.disarm()
                 if watchdog.expired_after is not None:
-                    raise _timeout_error(request, watchdog.expired_after) from None
+                    raise _unreachable(request, watchdog.reason()) from None
                 if _refused(exc):
                     raise _refusal(request, exc) from exc
                 raise
-            watchdog.watch(response.extensions.get("network_stream"))
+            sock = _socket_of(response.extensions.get("network_stream"))
+            _taken(where, sock)
+            watchdog.watch(sock)
             watchdog.arm(body_grace_s())
             assert isinstance(response.stream, httpx2.SyncByteStream)
-            response.stream = _Body(response.stream, watchdog, request)
+            response.stream = _Body(response.stream, watchdog, request, sock)
             return response
 
     return DeadlineTransport()
@@ -228,16 +314,12 @@ def _refused(exc: BaseException) -> bool:
 
 
 def _refusal(request: httpx2.Request, exc: BaseException) -> Exception:
-    """A refused connection as huggingface_hub's ``OfflineModeIsEnabled``: its callers read it as "the Hub cannot be
-    reached" (cache fallback) as they read a failed connect, but its retry loop does not retry it. Retrying a
-    refusal (five times, 1 to 8 s apart) only made a run against a Hub that is down wait 23-47 s for its one error:
-    a refused connect is an answer, not a lost packet."""
-    from huggingface_hub.errors import OfflineModeIsEnabled
-
-    where = request.url.host if request.url.port is None else f"{request.url.host}:{request.url.port}"
+    """A refused connection, not retried and noted (``note_unanswered``): a refused connect is an answer, not a
+    lost packet."""
     text = str(exc).strip()
     reason = text.splitlines()[0] if text else type(exc).__name__
-    return OfflineModeIsEnabled(f"{where}: {reason} (not retried: nothing listens there)")
+    note_unanswered(str(request.url), reason)
+    return _unreachable(request, f"{reason} (not retried: nothing listens there)")
 
 
 def _trace_sockets(request: httpx2.Request, watchdog: _Watchdog) -> None:
@@ -246,7 +328,7 @@ def _trace_sockets(request: httpx2.Request, watchdog: _Watchdog) -> None:
 
     def trace(event: str, info: dict[str, Any]) -> None:
         if event.endswith((".connect_tcp.complete", ".start_tls.complete")):
-            watchdog.watch(info.get("return_value"))
+            watchdog.watch(_socket_of(info.get("return_value")))
         if previous is not None:
             previous(event, info)
 
