@@ -5,11 +5,16 @@ of one fixture tree here, next to one good variant: each bad one is skipped with
 still converts, the exit code says some failed (3), no traceback is printed and nothing but the good wheel is left.
 Arguments (--out, --dist-name, --kernel-version), full disks and file-size limits, and signals mid-write are the
 other tests. The unit-level checks are in tests/kernelwheel/ (test_variants, test_layout, test_naming, test_elf,
-test_python_depends, test_atomic)."""
+test_python_depends, test_atomic).
+
+A Hub that takes connections and never answers, or answers a byte at a time, is the last part: every route to a Hub
+kernel (a tag, a branch, --version, a commit id, --lock, a kernel's kernel-depends) ends within the deadline, with one
+warning naming the Hub and what the cache gave instead, or one error when the cache has nothing usable."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import resource
@@ -19,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,7 +32,9 @@ import pytest
 from kernelwheel.io.atomic import stale_temporary_owner
 from tests.helpers import kernel_repos
 from tests.helpers.elf import CXX_NEEDS, as_aarch64, cxx_library, endless_version_needs, with_version_need
+from tests.helpers.hub_fixtures import HubRepos
 from tests.helpers.repo import REPO_ROOT
+from tests.helpers.servers import DripServer, SilentServer, drip_server, silent_server
 from tests.helpers.signals import communicate_after_signal, deliverable_stop_signals
 
 GOOD = "torch213-cxx11-cpu-x86_64-linux"
@@ -359,3 +367,97 @@ def test_a_lock_path_that_is_not_a_regular_file_is_refused_without_waiting(
     assert run.returncode == 1, run.stderr
     assert run.stderr == f"error: {tmp_path / 'kernels.lock'}: cannot be read: not a regular file ({kind})\n"
     assert not (tmp_path / "out").exists()
+
+
+# The deadline of every Hub answer in these runs: huggingface_hub's own HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT
+# (whole seconds), which hub2wheel applies to each whole answer, however slowly it comes.
+DEADLINE_S = "1"
+ROUTES = ("tag", "branch", "version", "sha", "lock", "kernel-depends")
+
+
+def _hub_run(args: list[str], home: Path, endpoint: str, out: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m tools.hub2wheel --trust-remote-code ARGS`` against the Hub at ``endpoint``, online."""
+    env = {**os.environ, "HF_HOME": str(home), "HF_ENDPOINT": endpoint, "PYTHONPATH": str(REPO_ROOT),
+           "HF_HUB_ETAG_TIMEOUT": DEADLINE_S, "HF_HUB_DOWNLOAD_TIMEOUT": DEADLINE_S}
+    for name in ("HF_HUB_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN"):
+        env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "tools.hub2wheel", "--trust-remote-code", *args, "--out", str(out)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+@dataclass(frozen=True)
+class WarmHomes:
+    """An HF_HOME per route, filled by one run of that route against olah; the arguments of each route."""
+
+    homes: dict[str, Path]
+    args: dict[str, list[str]]
+
+
+@pytest.fixture(scope="module")
+def warm_homes(hub_repos: HubRepos, tmp_path_factory: pytest.TempPathFactory) -> WarmHomes:
+    base = tmp_path_factory.mktemp("warm-homes")
+    sha = hub_repos.commits["v1.0.0"]
+    lock = base / "kernels.lock"
+    lock.write_text(json.dumps([{"dependency": {"repo-id": "testorg/img2gray", "version": 1}, "lock": {"commit": sha}}]))
+    args = {"tag": ["testorg/img2gray", "--revision", "v1.0.0", "--variant", "torch-cpu"],
+            "branch": ["testorg/img2gray", "--revision", "v2"],
+            "version": ["testorg/img2gray", "--version", "1", "--variant", "torch-cpu"],
+            "sha": ["testorg/img2gray", "--revision", sha, "--variant", "torch-cpu"],
+            "lock": ["--lock", str(lock), "--variant", "torch-cpu"],
+            "kernel-depends": ["testorg/relu-plus", "--version", "1"]}  # it needs testorg/relu version 1
+    homes = {}
+    for route in ROUTES:
+        homes[route] = base / route
+        run = _hub_run(args[route], homes[route], hub_repos.endpoint, base / f"{route}-wheels")
+        assert run.returncode == 0, run.stderr
+    return WarmHomes(homes, args)
+
+
+def _server(kind: str) -> contextlib.AbstractContextManager[SilentServer | DripServer]:
+    """A Hub that never answers, one that sends its answers' headers a byte every 0.3 s (a read timeout of 1 s never
+    fires), or complete headers and then a body a byte every 0.3 s (a HEAD's answer left such bytes on a kept-alive
+    connection, and the next request on it waited for ever)."""
+    if kind == "never answers":
+        return silent_server()
+    return drip_server(0.3, body=kind == "drips its body")
+
+
+# (route, server, cache): every route against both servers, with the cache an earlier online run left and with none;
+# the drip after complete headers for the two routes that ask a HEAD first, with the cache warm.
+OUTAGES = [(route, server, cache) for route in ROUTES for server in ("never answers", "drips")
+           for cache in ("warm", "cold")] + [(route, "drips its body", "warm") for route in ("tag", "branch")]
+
+
+@pytest.mark.parametrize(("route", "server", "cache"), OUTAGES)
+def test_a_hub_that_does_not_answer_ends_within_the_deadline_in_one_line(
+        warm_homes: WarmHomes, tmp_path: Path, route: str, server: str, cache: str) -> None:
+    """It printed nothing for 137 s (a tag, a branch; a Hub dripping its answers 143.7 s), then used the cache
+    without a word; a HEAD's answer dripping a body held the next request for ever."""
+    home = tmp_path / "hf"
+    if cache == "warm":
+        shutil.copytree(warm_homes.homes[route], home, symlinks=True)
+    out = tmp_path / "out"
+    with _server(server) as hub:
+        start = time.monotonic()
+        run = _hub_run(warm_homes.args[route], home, hub.endpoint, out)
+        elapsed = time.monotonic() - start
+        connections = len(hub.connections)
+    lines = run.stderr.splitlines()
+    warnings = [line for line in lines if line.startswith("warning:") and ".sigstore" not in line]  # unsigned builds
+    errors = [line for line in lines if line.startswith("error:")]
+    assert elapsed < 30, f"{elapsed:.1f} s: {run.stderr}"
+    assert "Traceback" not in run.stderr and "Retrying" not in run.stderr, run.stderr
+    if cache == "cold":  # nothing usable: one error, naming the Hub, and nothing written
+        assert run.returncode == 1 and len(errors) == 1 and not warnings, run.stderr
+        assert hub.endpoint in errors[0], errors[0]
+        assert not out.exists() or not os.listdir(out)
+    elif route in ("sha", "lock"):  # a commit id whose files and tags the cache recorded: nothing to ask
+        assert run.returncode == 0 and not warnings and not errors, run.stderr
+        assert connections == 0
+    else:  # one warning: the Hub, and what the cache gave instead
+        assert run.returncode == 0 and len(warnings) == 1 and not errors, run.stderr
+        assert hub.endpoint in warnings[0] and "the cache" in warnings[0], warnings[0]
+        assert "no complete answer within 1 s" in warnings[0], warnings[0]
+    if run.returncode == 0:
+        assert run.stdout.strip() and all(Path(p).parent == out for p in run.stdout.split())
+

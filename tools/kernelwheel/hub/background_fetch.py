@@ -33,7 +33,7 @@ from kernelwheel.format.variants import Variant
 from kernelwheel.hub import client as hub
 from kernelwheel.hub.recorded_snapshots import record_complete
 from kernelwheel.hub.settings import IGNORE_PATTERNS, HubSettings, snapshot_in_cache
-from kernelwheel.io.errors import HubError, InvalidVariantName
+from kernelwheel.io.errors import HubError, InvalidVariantName, OfflineCacheMiss
 
 # (bytes written to the cache so far, bytes expected so far); (files done, files total).
 BytesProgress = Callable[[int, int], None]
@@ -90,12 +90,18 @@ def list_files(settings: HubSettings, repo_id: str, revision: str, patterns: Seq
     """Resolve ``revision`` and fetch every variant's metadata the way ``hub.fetch`` fetches (the same errors for an
     unknown repository or revision; huggingface_hub records the ref and the commit's tree listing, by which an
     offline run knows an incomplete snapshot), then list the files matching ``patterns``. None offline, when no file
-    matches, or when the listing fails (``hub.fetch`` then asks again and reports it)."""
+    matches, when the listing fails, or when the Hub does not answer (``hub.fetch`` then asks again, or only the
+    cache, and reports it)."""
     if settings.offline:
         return None
     api = settings.api()
-    with _no_match_is_quiet():  # a build without metadata.json is valid; its variants' other files still come
-        snapshot = hub.fetch(api, settings, repo_id, revision, patterns=metadata_patterns(patterns))
+    try:
+        with _no_match_is_quiet():  # a build without metadata.json is valid; its variants' other files still come
+            snapshot = hub.fetch(api, settings, repo_id, revision, patterns=metadata_patterns(patterns))
+    except OfflineCacheMiss:
+        if not settings.as_found().offline:
+            raise
+        return None  # the Hub does not answer: hub.fetch says what the cache lacks, for the patterns asked
     from huggingface_hub import RepoFile
 
     # The matching snapshot_download applies (documented among huggingface_hub's utilities; its utils package

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelwheel.hub.recorded_snapshots import record_complete
-from kernelwheel.hub.settings import IGNORE_PATTERNS, REPO_TYPES, HubSettings, Snapshot, assets_folder
+from kernelwheel.hub.settings import (
+    IGNORE_PATTERNS,
+    OFFLINE_SET,
+    REPO_TYPES,
+    HubSettings,
+    Snapshot,
+    assets_folder,
+)
 from kernelwheel.io import answer_deadline
 from kernelwheel.io.atomic import write_atomic
 from kernelwheel.io.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
@@ -185,16 +192,19 @@ def fetch(
         if not settings.offline:
             record_complete(settings, snapshot, revision, allow)
         return snapshot
-    if failure is not None:
+    found = settings.as_found()  # cache only: HF_HUB_OFFLINE, or the Hub found not answering in this fetch
+    if failure is not None and not found.offline:
         if incomplete is not None:
             raise HubError(f"{failure}; the cache holds only part of the files ({incomplete})")
         raise failure
-    if incomplete is not None or settings.offline:
-        reason = settings.offline_reason if settings.offline else f"{api.endpoint} cannot be reached"
+    if incomplete is not None or found.offline:
+        reason = found.offline_reason if found.offline else f"{api.endpoint} cannot be reached"
         held = "no snapshot" if incomplete is None else f"only part of the files ({incomplete})"
+        again = "run the same command once online (without HF_HUB_OFFLINE) to fill the cache" \
+            if found.offline_reason == OFFLINE_SET else "run the same command again once the Hub answers"
         raise OfflineCacheMiss(
             f"{repo_id}@{revision}: {reason} and {settings.cache_dir} holds {held} matching {', '.join(allow)}; "
-            "run the same command once online (without HF_HUB_OFFLINE) to fill the cache"
+            f"{again}"
         )
     raise _not_found(api, repo_id, revision)
 

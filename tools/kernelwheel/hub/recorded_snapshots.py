@@ -109,6 +109,15 @@ def _still_resolves(settings: HubSettings, repo_id: str, revision: str, record: 
     return _commit_of(settings, repo_id, repo_type, revision, filename) == commit
 
 
+def recorded_fetch(settings: HubSettings, repo_id: str, revision: str, *,
+                   patterns: Iterable[str] = ("build/*",)) -> Snapshot | None:
+    """The snapshot an earlier online ``fetch`` of ``repo_id@revision`` recorded complete, while every file of it is
+    still in the cache, without asking whether a branch or tag still points there: for a Hub that does not answer
+    (the caller says so). None when there is no such record."""
+    record = _load_record(settings, repo_id, revision, list(patterns))
+    return None if record is None else record.snapshot
+
+
 def cached_fetch(settings: HubSettings, repo_id: str, revision: str, *,
                  patterns: Iterable[str] = ("build/*",)) -> Snapshot | None:
     """What ``fetch`` would return, without snapshot_download, when an earlier online ``fetch`` of the same

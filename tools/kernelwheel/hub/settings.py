@@ -20,6 +20,7 @@ REPO_TYPES = ("kernel", "model")  # the repo types a repository is looked for as
 # Never fetched: byte code someone committed along with a build.
 IGNORE_PATTERNS = ("*.pyc", "__pycache__/*", "*/__pycache__/*")
 _TRUE = {"1", "on", "yes", "true"}
+OFFLINE_SET = "HF_HUB_OFFLINE is set"  # HubSettings.offline_reason when the user chose it
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class HubSettings:
     cache_dir: Path
     assets_dir: Path  # huggingface_hub's cache for downstream libraries' own files (HF_ASSETS_CACHE)
     # Why only the cache is used (``offline``): HF_HUB_OFFLINE, or the Hub found unreachable (``unreachable``).
-    offline_reason: str = "HF_HUB_OFFLINE is set"
+    offline_reason: str = OFFLINE_SET
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HubSettings:
@@ -59,6 +60,21 @@ class HubSettings:
         """These settings, cache only from now on: the Hub did not answer (``reason``), and asking it again for each
         file would only repeat the failure."""
         return replace(self, offline=True, offline_reason=reason)
+
+    def endpoint_url(self) -> str:
+        """The Hub these settings ask: HF_ENDPOINT, else huggingface_hub's own default."""
+        from huggingface_hub import constants
+
+        return self.endpoint or str(constants.ENDPOINT)
+
+    def as_found(self) -> HubSettings:
+        """These settings made cache only (``unreachable``) when this run found the Hub not answering in time or
+        refusing connections (``answer_deadline.unanswered``), where every further request would fail at once;
+        otherwise themselves."""
+        if self.offline:
+            return self
+        why = answer_deadline.unanswered(self.endpoint_url())
+        return self if why is None else self.unreachable(f"{self.endpoint_url()}: {why}")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from kernelwheel.format import lockfile
 from kernelwheel.format.dependency import Dependency
 from kernelwheel.hub import background_fetch, ref_listing, versions
 from kernelwheel.hub import client as hub
-from kernelwheel.hub.recorded_snapshots import cached_fetch
+from kernelwheel.hub.recorded_snapshots import cached_fetch, recorded_fetch
 from kernelwheel.hub.settings import HubSettings, Snapshot
 from kernelwheel.hub.trust import TrustPolicy, check_publisher
 from kernelwheel.io.console import ActivityTask, activity, print_step, print_warning
@@ -122,14 +122,21 @@ class _Fetching:
 
 
 def _fetch(settings: HubSettings, repo_id: str, revision: str, patterns: Sequence[str],
-           console: Console) -> tuple[Snapshot, Arrivals | None]:
+           console: Console) -> tuple[Snapshot, Arrivals | None, HubSettings]:
     """The snapshot, complete; or, when its files are still to download, where they will be and a fetch already
-    under way (``background_fetch``) that conversion waits on."""
+    under way (``background_fetch``) that conversion waits on; and the settings for the rest of this source (cache
+    only once the Hub is found not answering, which one warning says, naming what the cache gave instead)."""
     cached = cached_fetch(settings, repo_id, revision, patterns=patterns)
+    if cached is None and (found := settings.as_found()) is not settings:
+        settings = found  # the Hub missed the revision probe's deadline (or refused it): the last recorded snapshot
+        cached = recorded_fetch(settings, repo_id, revision, patterns=patterns)
+        if cached is not None:
+            print_warning(console, f"{settings.offline_reason}; using {repo_id}@{revision} as fetched last, at "
+                                   f"commit {cached.commit}, from the cache")
     if cached is not None:
         print_step(console, f"fetching {repo_id}@{revision}: 0 files, 0.0 MiB downloaded (every file already in the "
                             f"cache at commit {cached.commit})")
-        return cached, None
+        return cached, None, settings
     with activity(console) as display:
         task = display.task("fetching", f"{repo_id}@{revision}")
         counts = {"files": 0, "bytes": 0}
@@ -145,7 +152,7 @@ def _fetch(settings: HubSettings, repo_id: str, revision: str, patterns: Sequenc
         background = background_fetch.start(settings, repo_id, revision, patterns, on_bytes=on_bytes,
                                             on_files=on_files)
         if background is not None:
-            return background.snapshot, _Fetching(background, task, counts)
+            return background.snapshot, _Fetching(background, task, counts), settings
 
         def on_file(_name: str, done: int, total: int) -> None:  # hub.fetch counts files as snapshot_download does
             task.update(files_done=done, files_total=total)
@@ -154,7 +161,11 @@ def _fetch(settings: HubSettings, repo_id: str, revision: str, patterns: Sequenc
         snapshot = hub.fetch(settings.api(), settings, repo_id, revision, patterns=patterns, on_file=on_file,
                              on_bytes=on_bytes)
         task.finish(f"{counts['files']} files, {counts['bytes'] / 2**20:.1f} MiB downloaded")
-        return snapshot, None
+        if (found := settings.as_found()) is not settings:  # huggingface_hub fell back to its cache
+            settings = found
+            print_warning(console, f"{settings.offline_reason}; using {repo_id}@{revision} as the cache has it, at "
+                                   f"commit {snapshot.commit}")
+        return snapshot, None, settings
 
 
 def _list_refs(settings: HubSettings, repo_id: str,
@@ -183,9 +194,13 @@ def _version_ref(settings: HubSettings, repo_id: str, spec: str,
                  console: Console) -> tuple[versions.VersionRef, ref_listing.RefListing | None, HubSettings]:
     """``--version``: the newest matching ``v<version>`` ref, from the listing ``_list_refs`` gives, else (offline or
     the Hub down, nothing recorded) from the names in huggingface_hub's cache."""
+    offline = settings.offline
     listing, settings = _list_refs(settings, repo_id, console)
     if listing is None:
         _, refs = versions.cached_version_refs(settings, repo_id)
+        if not offline:  # the Hub did not answer, and no listing of it is recorded
+            print_warning(console, f"{repo_id}: {settings.offline_reason}; using the version refs huggingface_hub's "
+                                   f"cache names ({', '.join(ref.name for ref in refs) or 'none'}) and its files")
     else:
         refs = versions.version_refs(listing.tags.items(), listing.branches.items())
     return versions.pick_version(refs, spec, repo_id), listing, settings
@@ -231,6 +246,7 @@ def hub_source(
     its wheels' version is a release tag's wherever one points at the commit (``_release``), whatever named it.
     ``kernel_version_given``: the caller names the version (--kernel-version), so no listing is needed for it."""
     _check_trust(settings, repo_id, trust, console)
+    settings = settings.as_found()  # a Hub found not answering earlier in this run (a kernel that needs this one)
     patterns = [f"build/{glob}/*" for glob in variant_globs] or ["build/*"]
     default_revision = revision is None and version_spec is None
     revision = revision or "main"
@@ -239,7 +255,7 @@ def hub_source(
         ref, listing, settings = _version_ref(settings, repo_id, version_spec, console)
         print_step(console, f"{repo_id}: --version {version_spec} → {ref.kind} {ref.name} at {ref.commit}")
         revision, series = ref.name, ref.version
-    snapshot, arrivals = _fetch(settings, repo_id, revision, patterns, console)
+    snapshot, arrivals, settings = _fetch(settings, repo_id, revision, patterns, console)
     with cancelled_on_error(arrivals):
         print_step(console, f"{repo_id}@{revision}: commit {snapshot.commit}")
         if default_revision and arrivals is None and not (snapshot.root / "build").is_dir():
@@ -265,12 +281,12 @@ def lock_sources(settings: HubSettings, lock_path: Path, *, repo_id: str | None 
     for lock in locks:
         locked = lock.variants
         patterns = [f"build/{v}/*" for v in locked] if locked is not None else ["build/*"]
-        snapshot, arrivals = _fetch(settings, lock.repo_id, lock.sha, patterns, console)
+        snapshot, arrivals, found = _fetch(settings.as_found(), lock.repo_id, lock.sha, patterns, console)
         with cancelled_on_error(arrivals):
             print_step(console, f"{lock.repo_id}: locked commit {snapshot.commit}")
             release = None if kernel_version_given else \
-                _release(settings, lock.repo_id, lock.sha, snapshot.commit, None, console)
-            source = _snapshot_source(settings, snapshot, release, None, lock.variants, console, arrivals)
+                _release(found, lock.repo_id, lock.sha, snapshot.commit, None, console)
+            source = _snapshot_source(found, snapshot, release, None, lock.variants, console, arrivals)
         yield source
 
 
@@ -283,7 +299,7 @@ def _snapshot_source(settings: HubSettings, snapshot: Snapshot, release: Version
     commit_date = None
     if release is None:
         try:
-            commit_date = hub.commit_date(settings, snapshot)
+            commit_date = hub.commit_date(settings.as_found(), snapshot)
         except ToolError as exc:  # only fatal if a variant needs it (no --kernel-version): convert says so then
             print_warning(console, exc)
     return Source(
