@@ -9,7 +9,8 @@ test_python_depends, test_atomic).
 
 A Hub that takes connections and never answers, or answers a byte at a time, is the last part: every route to a Hub
 kernel (a tag, a branch, --version, a commit id, --lock, a kernel's kernel-depends) ends within the deadline, with one
-warning naming the Hub and what the cache gave instead, or one error when the cache has nothing usable."""
+warning naming the Hub and what the cache gave instead, or one error when the cache has nothing usable. A misspelt
+repository is reported as missing, not as a publisher to trust."""
 
 from __future__ import annotations
 
@@ -461,3 +462,16 @@ def test_a_hub_that_does_not_answer_ends_within_the_deadline_in_one_line(
     if run.returncode == 0:
         assert run.stdout.strip() and all(Path(p).parent == out for p in run.stdout.split())
 
+
+def test_a_misspelt_repository_is_reported_missing_not_as_a_publisher_to_trust(
+        hub_repos: HubRepos, tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": hub_repos.endpoint,
+           "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("HF_HUB_OFFLINE", None)
+    for args in (["testorg/img2grey"], ["testorg/img2grey", "--version", "1"]):
+        run = subprocess.run([sys.executable, "-m", "tools.hub2wheel", *args, "--out", str(tmp_path / "out")],
+                             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 1 and run.stdout == "", run.stderr
+        assert run.stderr == (f"error: testorg/img2grey: no such kernel or model repository on {hub_repos.endpoint} "
+                              "(or HF_TOKEN cannot see it)\n")
+        assert not (tmp_path / "out").exists()

@@ -17,7 +17,8 @@ import pytest
 from huggingface_hub import HfApi
 
 from kernelwheel.hub.trust import TrustPolicy, check_publisher
-from kernelwheel.io.errors import UntrustedPublisher
+from kernelwheel.io.errors import RepositoryNotFound, UntrustedPublisher
+from tests.helpers.hub_fixtures import HubRepos
 from tests.helpers.kernels_releases import RELEASES, oracle_python
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.servers import in_thread
@@ -41,9 +42,14 @@ CASES: list[tuple[str, bool | list[str]]] = [
 
 
 class _Overviews(BaseHTTPRequestHandler):
+    """Organisation overviews, and a refs listing for every repository (each exists: ``check_publisher`` asks for
+    one before it refuses, to tell a repository that does not exist from an untrusted one)."""
+
     def do_GET(self) -> None:
         parts = self.path.strip("/").split("/")
         body = OVERVIEWS.get(parts[2]) if len(parts) == 4 and parts[:2] == ["api", "organizations"] else None
+        if len(parts) == 5 and parts[0] == "api" and parts[4] == "refs":
+            body = {"branches": [], "tags": [], "converts": []}
         data = json.dumps(body if body is not None else {"error": "not found"}).encode()
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Type", "application/json")
@@ -118,6 +124,20 @@ def test_refusals_say_why_and_how(endpoint: str) -> None:
         check_publisher(api, "no-such-org/relu", TrustPolicy(), offline=False)
     assert "cannot check whether 'no-such-org' is a trusted kernel publisher" in str(unknown.value)
     assert "\n" not in str(unknown.value)
+
+
+def test_a_repository_that_does_not_exist_is_reported_so_not_as_a_publisher_to_trust(hub_repos: HubRepos) -> None:
+    """A misspelt repository id was refused as "cannot check whether 'testorg' is a trusted kernel publisher ...:
+    pass --trust-repo testorg/img2grey", trusting the typo; only with that flag was it found not to exist. olah
+    serves no organisation overviews, so every publisher there is refused, but a repository it does not have is
+    named as missing."""
+    api = HfApi(endpoint=hub_repos.endpoint)
+    with pytest.raises(RepositoryNotFound) as missing:
+        check_publisher(api, "testorg/img2grey", TrustPolicy(), offline=False)
+    assert str(missing.value) == (f"testorg/img2grey: no such kernel or model repository on {hub_repos.endpoint} "
+                                  "(or HF_TOKEN cannot see it)")
+    with pytest.raises(UntrustedPublisher, match="cannot check whether 'testorg' is a trusted kernel publisher"):
+        check_publisher(api, "testorg/img2gray", TrustPolicy(), offline=False)  # it exists: the trust question
 
 
 def test_offline_skips_with_a_warning() -> None:

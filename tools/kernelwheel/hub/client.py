@@ -137,6 +137,26 @@ def _download(settings: HubSettings, repo_id: str, repo_type: str, revision: str
     )
 
 
+def no_such_repository(repo_id: str, endpoint: str) -> RepositoryNotFound:
+    return RepositoryNotFound(
+        f"{repo_id}: no such kernel or model repository on {endpoint} (or HF_TOKEN cannot see it)")
+
+
+def repository_exists(api: HfApi, repo_id: str) -> bool | None:
+    """Whether ``repo_id`` is a kernel or model repository on ``api``'s Hub, as its refs listing answers (olah
+    answers 401 to a plain ``repo_info`` of a repository it serves): False when every repo type answers "no such
+    repository", None when the Hub gives no answer that tells."""
+    for repo_type in REPO_TYPES:
+        try:
+            api.list_repo_refs(repo_id, repo_type=repo_type)
+        except Exception as exc:
+            if is_missing(exc):
+                continue
+            return None
+        return True
+    return False
+
+
 def _not_found(api: HfApi, repo_id: str, revision: str) -> HubError:
     # Some servers (olah) answer 401 for an unknown revision of a known repo: ask for the refs to tell them apart.
     for repo_type in REPO_TYPES:
@@ -146,9 +166,7 @@ def _not_found(api: HfApi, repo_id: str, revision: str) -> HubError:
             continue
         names = ", ".join(sorted(r.name for r in [*refs.branches, *refs.tags])) or "none"
         return RevisionNotFound(f"{repo_id}: no branch, tag or commit {revision!r} (branches and tags: {names})")
-    return RepositoryNotFound(
-        f"{repo_id}: no such kernel or model repository on {api.endpoint} (or HF_TOKEN cannot see it)"
-    )
+    return no_such_repository(repo_id, api.endpoint)
 
 
 def fetch(

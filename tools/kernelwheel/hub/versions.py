@@ -13,9 +13,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from kernelwheel.hub import ref_listing
-from kernelwheel.hub.client import is_missing
+from kernelwheel.hub.client import is_missing, no_such_repository
 from kernelwheel.hub.settings import REPO_TYPES, HubSettings, assets_folder, cache_folder
-from kernelwheel.io.errors import HubError, OfflineCacheMiss, RepositoryNotFound, RevisionNotFound
+from kernelwheel.io.errors import HubError, OfflineCacheMiss, RevisionNotFound
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -142,9 +142,7 @@ def list_refs(api: HfApi, settings: HubSettings, repo_id: str) -> ref_listing.Re
             {b.name: b.target_commit for b in git_refs.branches}, datetime.now(timezone.utc))
         ref_listing.save(listing_path(settings, repo_id), listing)
         return listing
-    raise RepositoryNotFound(
-        f"{repo_id}: no such kernel or model repository on {api.endpoint} (or HF_TOKEN cannot see it)"
-    )
+    raise no_such_repository(repo_id, api.endpoint)
 
 
 def resolve_version(api: HfApi, settings: HubSettings, repo_id: str, spec: str) -> tuple[str, VersionRef]:
