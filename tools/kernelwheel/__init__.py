@@ -9,6 +9,7 @@ hub/      the Hub: settings, client, versions, background fetch, publisher gate,
 wheels/   a source's variants → wheels: selection, each variant checked, its wheel planned (naming, tags), the writer
 index/    a static PEP 503/658 index: wheels, pages, state, writer; the reading client, the target and the install plan
 publish/  build/<variant>/ folders → a Hub (or git) version; wheels → a package index (twine)
+mirror/   a private index kept in sync with the Hub: configuration, per-kernel state, new release tags, the run
 cli/      the commands, one module each, and their argparse helpers; a command imports libraries, never a command
 
 One line per module:
@@ -80,10 +81,15 @@ publish/plan                what a publish writes (branch v<major>, tag v<versio
 publish/release             publish a kernel's build/<variant>/ folders under a version: branch + tag
 publish/staging             a build folder checked and copied aside: exactly the bytes that will be published
 publish/upload              wheels checked, then uploaded to a package index that takes uploads (twine)
+mirror/config               the mirror's TOML configuration: the wheelhouse, signature settings, the kernels to keep
+mirror/plan                 the repositories an entry names, a shard's share of them, the release tags not converted
+mirror/run                  one mirror run: each kernel's new release tags converted as hub2wheel does, then the index
+mirror/state                what the mirror converted: one JSON file per kernel, rewritten atomically after each tag
 cli/arguments               argparse helpers shared by the commands
 cli/dispatch                ``kernelwheel <command>``: runs one command; ``kernelwheel --help`` lists them
 cli/hub2wheel               ``hub2wheel`` (``kernelwheel convert``): a Hub kernel's build variants → wheels
 cli/index                   ``kernelwheel index``: a static index for a wheelhouse
+cli/mirror                  ``kernelwheel mirror``: a private index kept in sync with Hub kernels
 cli/install_command         ``kernelwheel install-command``: the pip/uv command that keeps torch
 cli/publish                 ``kernelwheel publish``: build/<variant>/ folders → a Hub repository under a version
 cli/upload                  ``kernelwheel upload``: wheels checked, then uploaded with twine

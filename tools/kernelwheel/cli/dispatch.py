@@ -30,6 +30,8 @@ COMMANDS: dict[str, Command] = {
     "verify": Command("verify_wheel", "re-verify the signature and digests of a converted wheel (a .whl or an "
                                       "installed distribution)"),
     "publish": Command("publish", "publish build/<variant>/ folders to a Hub (or git) repository as a version"),
+    "mirror": Command("mirror", "keep a private index in sync with Hub kernels (a TOML configuration): convert the "
+                                "release tags not converted yet, then update the index"),
 }
 
 

@@ -93,6 +93,15 @@ class InvalidIndexState(ToolError, ValueError):
     index); the run changes nothing, and removing the file rebuilds the index from the wheels."""
 
 
+class InvalidMirrorConfig(ToolError, ValueError):
+    """A ``kernelwheel mirror`` configuration file that cannot be used: one line naming the key, what was expected and
+    what was given."""
+
+
+class InvalidMirrorState(ToolError, ValueError):
+    """A mirror state file that is not what ``kernelwheel mirror`` writes; that kernel fails, the others go on."""
+
+
 class IndexWriteFailed(ToolError, OSError):
     """A file of the index that could not be written or removed (disk full, read-only, a path leading outside the
     index folder); what was already in place stays as it was."""

@@ -1,0 +1,221 @@
+"""``kernelwheel mirror`` against an olah Hub on 127.0.0.1 (its own git repositories, so a test can add a release):
+the first run converts every release, a rerun nothing (and downloads nothing), a new tag alone, a failing kernel
+leaves the others done, a killed run resumes, and three shards plus the index job equal one unsharded run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kernelwheel.cli.mirror import main
+from kernelwheel.mirror.plan import Shard
+from tests.helpers import kernel_repos
+from tests.helpers.hub_fixtures import olah_server
+from tests.helpers.repo import REPO_ROOT
+
+ORG = "mirrororg"
+KERNELS = ("alpha", "beta", "gamma", "delta")
+VARIANTS = ("torch213-cxx11-cpu-x86_64-linux", "torch213-cxx11-cu130-x86_64-linux")
+
+
+def _release(repo: Path, tag: str, day: int) -> str:
+    (repo / "CHANGELOG.md").write_text(f"{tag}\n")
+    commit = kernel_repos.git_commit_all(repo, f"release {tag}", date=f"2026-01-{day:02d}T00:00:00Z")
+    kernel_repos.git(repo, "tag", tag)
+    return commit
+
+
+@pytest.fixture(scope="module")
+def mirror_hub(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Iterator[tuple[str, Path]]:
+    """olah serving mirrororg/{alpha,beta,gamma,delta} and epsilon (which a test adds a release to), each with
+    releases v0.1.0 and v0.2.0 of two variants."""
+    base = tmp_path_factory.mktemp("mirror-olah")
+    mirrors = base / "mirrors"
+    for name in (*KERNELS, "epsilon"):
+        repo = mirrors / "models" / ORG / name
+        repo.mkdir(parents=True)
+        for variant in VARIANTS:
+            kernel_repos.flat_variant(repo / "build", variant, so_cache, name=name)
+        _release(repo, "v0.1.0", 1)
+        _release(repo, "v0.2.0", 2)
+    with olah_server(mirrors, base) as endpoint:
+        yield endpoint, mirrors
+
+
+@pytest.fixture
+def hub(mirror_hub: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The environment pointed at the mirror Hub with an empty cache; returns huggingface_hub's cache folder."""
+    monkeypatch.setenv("HF_ENDPOINT", mirror_hub[0])
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    for name in ("HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "hf-home" / "hub"
+
+
+def _config(folder: Path, kernels: str, **top: object) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ['wheelhouse = "wheelhouse"', *(f"{key} = {json.dumps(value)}" for key, value in top.items())]
+    path = folder / "mirror.toml"
+    path.write_text("\n".join(lines) + "\n" + kernels)
+    return path
+
+
+def _kernel(name: str, *, trust: bool = True, versions: str | None = None) -> str:
+    spec = f'versions = "{versions}"\n' if versions else ""
+    return f'[[kernels]]\nrepo = "{ORG}/{name}"\ntrust = {str(trust).lower()}\n{spec}\n'
+
+
+ALL = "".join(_kernel(name) for name in KERNELS)
+
+
+def _run(config: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, object], str]:
+    rc = main([str(config), "--json", *extra])
+    out, err = capsys.readouterr()
+    return rc, json.loads(out), err
+
+
+def _by_kernel(summary: dict[str, object]) -> dict[str, dict[str, object]]:
+    kernels = summary["kernels"]
+    assert isinstance(kernels, list)
+    return {entry["kernel"]: entry for entry in kernels}
+
+
+def _files(folder: Path, pattern: str) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.glob(pattern)) if p.is_file()}
+
+
+def test_first_run_converts_every_release_and_a_rerun_nothing(hub: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    config = _config(tmp_path / "site", _kernel("alpha") + _kernel("beta", versions=">=0.2"))
+    rc, summary, err = _run(config, capsys)
+    assert rc == 0, err
+    kernels = _by_kernel(summary)
+    assert kernels[f"{ORG}/alpha"]["converted"] == ["0.1.0", "0.2.0"]
+    assert kernels[f"{ORG}/beta"]["converted"] == ["0.2.0"]
+    house = tmp_path / "site" / "wheelhouse"
+    wheels = sorted(p.name for p in house.glob("*.whl"))
+    assert len(wheels) == 2 * 2 + 2 and "alpha_cpu-0.1.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl" in wheels
+    index = summary["index"]
+    assert isinstance(index, dict) and index["wheels"] == len(wheels)
+    assert (house / "simple" / "alpha-cu130" / "index.html").is_file()
+
+    blobs = sorted(str(p) for p in hub.rglob("*") if p.is_file())
+    before = {p: p.stat().st_mtime_ns for p in house.rglob("*") if p.is_file() and ".mirror" not in p.parts}
+    rc, summary, err = _run(config, capsys)
+    assert rc == 0, err
+    kernels = _by_kernel(summary)
+    assert [(k["converted"], k["up_to_date"]) for k in kernels.values()] == [([], 2), ([], 1)]
+    # Listings only: no file fetched into the Hub cache (the recorded listing aside), no wheel or page rewritten.
+    assert sorted(str(p) for p in hub.rglob("*") if p.is_file()) == blobs
+    after = {p: p.stat().st_mtime_ns for p in house.rglob("*") if p.is_file() and ".mirror" not in p.parts}
+    changed = [str(p.relative_to(house)) for p in after if after[p] != before.get(p)]
+    assert changed in ([], ["simple/.index-state.json"]), changed
+
+
+def test_a_new_tag_alone_is_converted(hub: Path, mirror_hub: tuple[str, Path], tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    config = _config(tmp_path / "site", _kernel("epsilon"))
+    assert _run(config, capsys)[0] == 0
+    _release(mirror_hub[1] / "models" / ORG / "epsilon", "v0.3.0", 3)
+    rc, summary, err = _run(config, capsys)
+    assert rc == 0, err
+    new = _by_kernel(summary)[f"{ORG}/epsilon"]
+    assert (new["converted"], new["up_to_date"]) == (["0.3.0"], 2)
+    assert sorted(new["wheels"]) == [  # type: ignore[arg-type]
+        "epsilon_cpu-0.3.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
+        "epsilon_cu130-0.3.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
+    ]
+    index = summary["index"]
+    assert isinstance(index, dict) and sorted(index["added"]) == sorted(new["wheels"])  # type: ignore[arg-type]
+    assert 2 <= index["hashed"] <= 6  # the new ones; the others again only if written within RACY_WINDOW_NS
+
+
+def test_a_failing_kernel_does_not_stop_the_others(hub: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    kernels = (_kernel("alpha", trust=False) + '[[kernels]]\nrepo = "mirrororg/missing"\ntrust = true\n\n'
+               + '[[kernels]]\norg = "mirrororg"\n\n' + _kernel("beta", versions="latest"))
+    config = _config(tmp_path / "site", kernels)
+    rc = main([str(config)])
+    out, err = capsys.readouterr()
+    assert rc == 1, err
+    assert out.splitlines()[0].split() == ["kernel", "converted", "up", "to", "date", "skipped", "failed"]
+    assert f"FAILED {ORG}/alpha 0.1.0: {ORG}/alpha: cannot check whether 'mirrororg' is a trusted kernel " in out
+    assert f"FAILED {ORG}/missing: " in out and f"FAILED {ORG}/*: mirrororg: cannot list its repositories" in out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if not line.startswith(" ")}
+    assert rows[f"{ORG}/beta"][0] == "0.2.0"
+    assert "Indexed 2 wheels" in out
+    assert "Traceback" not in err
+
+
+_KILL_AT_SECOND_RECORD = """
+import os, signal, sys
+from kernelwheel.mirror import run, state
+real, calls = state.save_state, []
+def save(*args):
+    real(*args)
+    calls.append(1)
+    if len(calls) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # two release tags recorded, the others not begun
+run.save_state = save
+from kernelwheel.cli.mirror import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_killed_run_resumes_after_the_last_recorded_release(hub: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    config = _config(tmp_path / "site", _kernel("alpha") + _kernel("delta"))
+    killed = subprocess.run([sys.executable, "-c", _KILL_AT_SECOND_RECORD, str(config), "--json"], cwd=REPO_ROOT,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "tools")}, timeout=300,
+                            capture_output=True)
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+    recorded = json.loads((tmp_path / "site" / "wheelhouse" / ".mirror" / f"{ORG}--alpha.json").read_text())
+    assert sorted(recorded["converted"]) == ["v0.1.0", "v0.2.0"]
+    rc, summary, err = _run(config, capsys)
+    assert rc == 0, err
+    kernels = _by_kernel(summary)
+    assert (kernels[f"{ORG}/alpha"]["converted"], kernels[f"{ORG}/alpha"]["up_to_date"]) == ([], 2)
+    assert kernels[f"{ORG}/delta"]["converted"] == ["0.1.0", "0.2.0"]
+
+
+def test_three_shards_and_the_index_job_equal_one_unsharded_run(hub: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    one = _config(tmp_path / "one", ALL)
+    assert _run(one, capsys)[0] == 0
+    shared = _config(tmp_path / "shared", ALL)
+    converted: list[str] = []
+    for k in (1, 2, 3):
+        rc, summary, err = _run(shared, capsys, "--shard", f"{k}/3", "--no-index")
+        assert rc == 0 and summary["index"] is None, err
+        mine = list(_by_kernel(summary))
+        assert all(Shard(k, 3).holds(repo) for repo in mine)
+        converted += mine
+    assert sorted(converted) == [f"{ORG}/{name}" for name in sorted(KERNELS)]  # each kernel by exactly one shard
+    assert not (tmp_path / "shared" / "wheelhouse" / "simple").exists()
+    from kernelwheel.cli import index as index_cli
+
+    assert index_cli.main([str(tmp_path / "shared" / "wheelhouse")]) == 0
+    capsys.readouterr()
+    a, b = tmp_path / "one" / "wheelhouse", tmp_path / "shared" / "wheelhouse"
+    assert _files(a, "*.whl") == _files(b, "*.whl") and len(_files(a, "*.whl")) == 4 * 2 * 2
+    assert _files(a, "*.metadata") == _files(b, "*.metadata")
+    assert _files(a, "simple/**/index.html") == _files(b, "simple/**/index.html")
+    assert _files(a, ".mirror/*.json") == _files(b, ".mirror/*.json")
+
+
+def test_usage_errors_exit_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _config(tmp_path / "site", '[[kernels]]\nrepo = "mirrororg/alpha"\nversions = "~>1"\n')
+    assert main([str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f'error: {config}: kernels[0].versions: expected a PEP 440 specifier such as ">=0.1", '
+                           "or \"latest\", got '~>1'")
+    with pytest.raises(SystemExit) as raised:
+        main([str(config), "--shard", "4/3"])
+    assert raised.value.code == 2
+    assert "expected K/N with 1 <= K <= N (e.g. 2/3), got '4/3'" in capsys.readouterr().err

@@ -1,0 +1,176 @@
+"""One mirror run: for each kernel of the configuration (this shard's share), list its release tags, convert those not
+converted yet exactly as hub2wheel does (``hub.sources.hub_source`` → ``wheels.dependency_tree``), record each in the
+kernel's state as soon as it is done, then update the index (``index.writer``, which reads only what changed).
+
+A kernel that fails (the Hub, its publisher not trusted, every variant refused) is reported and the run goes on with
+the next; a release tag with a failed variant is not recorded, so the next run tries it again. A run with nothing new
+asks the Hub for listings only, and downloads and writes no wheel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from kernelwheel.format.dependency import Dependency
+from kernelwheel.format.signatures import SignatureOptions
+from kernelwheel.hub import versions
+from kernelwheel.hub.ref_listing import RefListing
+from kernelwheel.hub.settings import HubSettings, digest_cache_file, elf_verdict_file
+from kernelwheel.hub.sources import Source, dependency_source, hub_source
+from kernelwheel.hub.trust import TrustPolicy
+from kernelwheel.index.writer import IndexReport, write_index
+from kernelwheel.io.atomic import check_writable_directory, sweep_stale_temporaries
+from kernelwheel.io.console import activity, print_step
+from kernelwheel.io.errors import HubError, OfflineCacheMiss, OutputNotWritable, ToolError
+from kernelwheel.mirror.config import KernelEntry, MirrorConfig
+from kernelwheel.mirror.plan import Release, Shard, pending, releases, repositories
+from kernelwheel.mirror.state import STATE_FOLDER, Converted, KernelState, load_state, save_state
+from kernelwheel.wheels.convert import Options, Report
+from kernelwheel.wheels.dependency_tree import convert_with_dependencies
+from kernelwheel.wheels.selection import VariantFilter
+
+if TYPE_CHECKING:
+    from huggingface_hub import HfApi
+
+
+@dataclass
+class KernelResult:
+    """What the run did for one kernel (a repository; an ``org`` entry whose listing failed is one row too)."""
+
+    kernel: str
+    converted: list[str] = field(default_factory=list)  # release versions converted in this run
+    wheels: list[str] = field(default_factory=list)  # their wheel files (dependencies' included)
+    up_to_date: int = 0  # release tags converted by an earlier run
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (version or variant, reason)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (version, or "" for the kernel, error)
+
+
+@dataclass
+class MirrorReport:
+    kernels: list[KernelResult] = field(default_factory=list)
+    index: IndexReport | None = None
+    index_error: str | None = None
+    swept: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.index_error is not None or any(result.failed for result in self.kernels)
+
+
+def signature_options(config: MirrorConfig, warn: Callable[[str], None]) -> SignatureOptions:
+    """The configuration's signature settings, as hub2wheel's options of the same names give them."""
+    return SignatureOptions(trusted_root=config.sigstore_trusted_root, signer_workflows=config.signer_workflows,
+                            require_signature=config.require_signature, warn=warn)
+
+
+def run_mirror(config: MirrorConfig, settings: HubSettings, console: Console, *, signatures: SignatureOptions,
+               shard: Shard | None = None, index: bool = True) -> MirrorReport:
+    """Convert what is new for every kernel of ``config`` (``shard``'s alone when given), then (``index``) update the
+    index. Raises ``ToolError`` only for what stops every kernel (the wheelhouse cannot be written)."""
+    house = config.wheelhouse
+    check_writable_directory(house, "wheelhouse")
+    try:
+        (house / STATE_FOLDER).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputNotWritable(f"wheelhouse {house}: {exc.strerror or exc}") from None
+    report = MirrorReport(swept=[p.name for folder in (house, house / STATE_FOLDER)
+                                 for p in sweep_stale_temporaries(folder)])
+    options = Options(out_dir=house, jobs=config.jobs, signatures=signatures,
+                      digest_cache=digest_cache_file(settings), verdict_cache=elf_verdict_file(settings))
+    api = None if settings.offline else settings.api()
+    seen: set[str] = set()
+    with activity(console):  # one progress display for every listing, download and wheel of the run
+        for entry in config.kernels:
+            try:
+                repos = [entry.repo] if entry.repo is not None else repositories(_online(api, settings), entry)
+            except ToolError as exc:
+                report.kernels.append(KernelResult(entry.name, failed=[("", str(exc))]))
+                continue
+            for repo in repos:
+                if repo in seen or (shard is not None and not shard.holds(repo)):
+                    continue  # an earlier entry's, or another shard's
+                seen.add(repo)
+                report.kernels.append(_mirror_kernel(repo, entry, api, settings, options, console))
+    if index:
+        try:
+            report.index = write_index(house)
+        except ToolError as exc:
+            report.index_error = str(exc)
+    return report
+
+
+def _online(api: HfApi | None, settings: HubSettings) -> HfApi:
+    if api is None:
+        raise OfflineCacheMiss(f"{settings.offline_reason}: an org entry needs the Hub's list of its repositories")
+    return api
+
+
+def _listing(api: HfApi | None, settings: HubSettings, repo: str) -> RefListing:
+    """``repo``'s tags, asked of the Hub (and recorded, as hub2wheel records them); offline, the recorded listing."""
+    if api is not None:
+        return versions.list_refs(api, settings, repo)
+    recorded = versions.recorded_refs(settings, repo)
+    if recorded is None:
+        raise OfflineCacheMiss(f"{repo}: {settings.offline_reason} and no listing of its tags is recorded")
+    return recorded
+
+
+def _mirror_kernel(repo: str, entry: KernelEntry, api: HfApi | None, settings: HubSettings, options: Options,
+                   console: Console) -> KernelResult:
+    result = KernelResult(repo)
+    try:
+        state = load_state(options.out_dir, repo)
+        todo = pending(state, releases(_listing(api, settings, repo), entry))
+    except ToolError as exc:
+        result.failed.append(("", str(exc)))
+        return result
+    result.up_to_date = len(todo.up_to_date)
+    result.skipped.extend((str(release.version), why) for release, why in todo.moved)
+    if todo.new:
+        print_step(console, f"* {repo}: {len(todo.new)} new release(s): {', '.join(r.tag for r in todo.new)}")
+    trust = TrustPolicy(repo_ids=frozenset({repo} if entry.trust else ()))
+    variants = VariantFilter(patterns=entry.variants)
+    for release in todo.new:
+        try:
+            converted = _convert(repo, release, entry, trust, settings, replace(options, variants=variants), console)
+        except HubError as exc:  # the repository or its publisher: every other tag would fail alike
+            result.failed.append((str(release.version), str(exc)))
+            break
+        except ToolError as exc:
+            result.failed.append((str(release.version), str(exc)))
+            continue
+        _record(result, state, release, converted, options)
+    return result
+
+
+def _convert(repo: str, release: Release, entry: KernelEntry, trust: TrustPolicy, settings: HubSettings,
+             options: Options, console: Console) -> Report:
+    """One release tag, converted as ``hub2wheel REPO --revision TAG --variant ... --trust-repo ...`` would."""
+    source = hub_source(settings, repo, revision=release.tag, variant_globs=entry.variants, trust=trust,
+                        console=console)
+
+    def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
+        return dependency_source(settings, dependency, variant_globs=entry.variants, trust=trust, console=console)
+
+    return convert_with_dependencies([source], options, resolve, console)
+
+
+def _record(result: KernelResult, state: KernelState, release: Release, converted: Report, options: Options) -> None:
+    """Record a converted tag in the kernel's state at once (a killed run resumes after it), unless a variant failed:
+    then the next run tries the tag again."""
+    version = str(release.version)
+    failures = [f"build/{name}: {reason}" for name, reason in converted.skipped if name in converted.failed]
+    if failures:
+        written = f" ({len(converted.converted)} wheel(s) written)" if converted.converted else ""
+        result.failed.append((version, "; ".join(failures) + written))
+        return
+    wheels = tuple(path.name for _, path in converted.converted)
+    state.converted[release.tag] = Converted(release.commit, wheels, tuple(converted.skipped))
+    save_state(options.out_dir, state)
+    result.converted.append(version)
+    result.wheels.extend(wheels)
+    result.skipped.extend((f"{version} {name}", reason) for name, reason in converted.skipped)
