@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -219,3 +220,18 @@ def test_usage_errors_exit_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureF
         main([str(config), "--shard", "4/3"])
     assert raised.value.code == 2
     assert "expected K/N with 1 <= K <= N (e.g. 2/3), got '4/3'" in capsys.readouterr().err
+
+
+def test_the_configuration_docs_mirror_md_shows_is_read_as_described(tmp_path: Path) -> None:
+    from kernelwheel.mirror.config import load_config
+
+    page = (REPO_ROOT / "docs" / "mirror.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"^```toml\n(.*?)^```$", page, flags=re.M | re.S)
+    path = tmp_path / "mirror.toml"
+    path.write_text(block)
+    config = load_config(path)
+    assert config.wheelhouse == tmp_path / "wheelhouse" and config.jobs == 4 and config.require_signature is False
+    relu, org = config.kernels
+    assert (relu.repo, relu.versions, relu.variants, relu.trust) == ("kernels-community/relu", ">=0.1",
+                                                                     ("*-cu130-*",), False)
+    assert (org.org, org.trust) == ("my-org", True)
