@@ -61,7 +61,7 @@ def test_the_page_has_the_steps_it_promises() -> None:
     commands = bash_commands(WALKTHROUGH.read_text(encoding="utf-8"))
     assert commands[0].startswith("make demo")
     for step in ("tools.cli.build_variants", "make -s hub ", "tools.cli.publish", "tools.hub2wheel", "tools.cli.index",
-                 "tools.cli.install_command", "-m img2gray", "hub-stop"):
+                 "tools.cli.mirror", "tools.cli.install_command", "-m img2gray", "hub-stop"):
         assert any(step in c for c in commands), step
     assert all("--trust-repo demo/img2gray" in c for c in commands if "tools.hub2wheel demo/" in c)
 
@@ -77,6 +77,9 @@ def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
     assert "1 wheel(s) written, 0 variant(s) skipped" in output
+    # The mirror's first run records v0.1.0; after the second release, the next converts 0.1.1 alone.
+    assert re.search(r"^demo/img2gray +0\.1\.0 +0 +0 +0$", output, flags=re.M), output[-3000:]
+    assert re.search(r"^demo/img2gray +0\.1\.1 +1 +0 +0$", output, flags=re.M), output[-3000:]
     assert "Failed to initialize NumPy" not in output  # step 6 shares numpy too: torch warns at import without it
     # The entry package stands for the build, so __file__ is the build's, installed in the fresh venv.
     assert re.search(rf"{re.escape(str(demo))}/venv/lib/python3\.\d+/site-packages/_img2gray_cuda_\w+/__init__\.py "
