@@ -143,6 +143,9 @@ def forget_unanswered() -> None:
         _unanswered.clear()
 
 
+_TIMER_SLACK_S = 0.05  # a socket timeout of the deadline's length may fire this much before the watchdog's timer
+
+
 def _seconds(value: float) -> str:
     return f"{round(value, 1):g}"
 
@@ -217,6 +220,16 @@ class _Watchdog:
     def reason(self) -> str:
         return f"no complete answer within {_seconds(self.expired_after or 0.0)} s"
 
+    def expired(self) -> bool:
+        """Whether the deadline has passed: this watchdog fired, or a read or connect timeout as long as the deadline
+        (``_cap_timeouts``) fired first, which is the same fact (and is noted the same way)."""
+        with self._lock:
+            if self.expired_after is None and self._deadline is not None \
+                    and time.monotonic() >= self._deadline - _TIMER_SLACK_S:
+                self.expired_after = self._seconds
+                note_unanswered(self._where, self.reason())
+            return self.expired_after is not None
+
     def watch(self, sock: socket.socket | None) -> None:
         if sock is not None:
             with self._lock:
@@ -259,7 +272,7 @@ def _make_transport() -> httpx2.HTTPTransport:
                     self._watchdog.arm(allowed - (time.monotonic() - start), allowed)
                     yield chunk
             except httpx2.TransportError:
-                if self._watchdog.expired_after is not None:
+                if self._watchdog.expired():
                     raise _unreachable(self._request, self._watchdog.reason()) from None
                 raise
 
@@ -285,7 +298,7 @@ def _make_transport() -> httpx2.HTTPTransport:
                 response = super().handle_request(request)
             except httpx2.TransportError as exc:
                 watchdog.disarm()
-                if watchdog.expired_after is not None:
+                if watchdog.expired():
                     raise _unreachable(request, watchdog.reason()) from None
                 if _refused(exc):
                     raise _refusal(request, exc) from exc
