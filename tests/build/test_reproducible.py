@@ -9,6 +9,7 @@ compared by hand (docs/building.md, "Reproducing a wheel"), and the release work
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -133,6 +134,19 @@ def test_reproduce_refuses_a_missing_or_foreign_file_in_one_line(tmp_path: Path)
     result = run_reproduce(str(other), "--abi", "stable")
     assert result.returncode == 2 and result.stderr.splitlines()[-1].endswith(
         "--reproduce takes the ABI and the platform tag from the wheel: leave out --abi and --plat")
+
+
+@pytest.mark.parametrize(("name", "value", "error"), [
+    ("SOURCE_DATE_EPOCH", "yesterday", "error: SOURCE_DATE_EPOCH must be a number of seconds since 1970; got 'yesterday'"),
+    ("IMG2GRAY_SOURCE_COMMIT", "main", "error: IMG2GRAY_SOURCE_COMMIT must be a full 40-digit commit id; got 'main'"),
+])
+def test_a_bad_date_or_commit_in_the_environment_is_refused_before_compiling(tmp_path: Path, name: str, value: str,
+                                                                            error: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "tools.cli.build_wheel", "--out", str(tmp_path / "wh")],
+                            cwd=REPO_ROOT, env={**os.environ, name: value}, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", error + "\n")
+    assert not (tmp_path / "wh").exists()
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from pathlib import Path
 from kernelwheel.io.atomic import check_writable_directory
 from kernelwheel.io.errors import BuildFailed
 from tools.build.lock import environment_differences, lock_files
-from tools.build.source import SourceFacts, source_facts
+from tools.build.source import source_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 # The release target, not a guess: PyTorch builds its CUDA wheels in manylinux_2_28 images, so nothing older can
@@ -90,16 +90,15 @@ def warn_unlocked_environment(source: Path) -> None:
               "differ from a build in it", file=sys.stderr, flush=True)
 
 
-def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT, abi: str | None = None,
-          facts: SourceFacts | None = None) -> Path:
+def build(out_dir: Path, *, platform: str = DEFAULT_PLATFORM, source: Path = ROOT, abi: str | None = None) -> Path:
     """Compile, rename (tools.build.backend) and repair; returns the wheel written to ``out_dir``.
 
-    ``abi``: auto, stable or classic (None: ``$IMG2GRAY_ABI``, else auto). ``facts``: the commit and date to record
-    (None: ``tools.build.source.source_facts(source)``)."""
+    ``abi``: auto, stable or classic (None: ``$IMG2GRAY_ABI``, else auto). The commit and date recorded are
+    ``tools.build.source.source_facts(source)``'s."""
     abi = selected_abi(abi)
     check_platform(platform)
     check_writable_directory(out_dir, "--out")
-    facts = source_facts(source) if facts is None else facts
+    facts = source_facts(source)
     env = {"IMG2GRAY_ABI": abi, **facts.environment()}
     if facts.date is None:
         print("warning: no SOURCE_DATE_EPOCH and no git commit to take it from: the wheel's entries carry today's "
