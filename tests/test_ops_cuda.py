@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import img2gray
-from tests.test_ops import ALL_DTYPES, pillow_gray, random_image, reference_fp32
+from tests.helpers.luma_reference import float_gray, pillow_gray
+from tests.test_ops import ALL_DTYPES, random_image
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="requires a CUDA GPU")]
 
@@ -26,7 +27,7 @@ def test_vector_and_scalar_kernels_match_the_cpu_reference(dtype: torch.dtype, w
     if dtype == torch.uint8:
         expected = pillow_gray(image.reshape(33, width, 3)).reshape(3, 11, width)
     else:
-        expected = reference_fp32(image)
+        expected = float_gray(image)
     assert torch.equal(img2gray.img2gray(on_device).cpu(), expected)
 
 
