@@ -4,6 +4,7 @@ signatures come from a Sigstore instance of the test's own (tests/helpers/sigsto
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernelwheel.cli import hub2wheel, verify_wheel
-from tests.helpers import kernel_repos
+from tests.helpers import fatbins, kernel_repos
 from tests.helpers.hub_fixtures import HubRepos
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.sigstore_fixtures import (
@@ -259,3 +260,18 @@ def test_verify_wheel_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytes
     junk.write_bytes(b"not a zip")  # was a zipfile.BadZipFile traceback
     rc, _, err = _run(verify_wheel.main, [str(junk)], capsys)
     assert rc == 1 and err == f"error: {junk}: not a readable wheel (zip archive): zipfile.BadZipFile: File is not a zip file\n"
+
+
+def test_json_prints_the_gpu_code_of_the_binaries(tmp_path: Path, so_cache: Path,
+                                                   tmp_path_factory: pytest.TempPathFactory,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``verify --json``: the verification lines and ``gpu_targets`` as hub2wheel recorded them in .dist-info."""
+    objects = fatbins.built(tmp_path_factory)
+    repo = fatbins.cuda_variant_repo(tmp_path, so_cache, objects["arch_specific"], ["9.0a", "10.0a+PTX", "12.0+PTX"])
+    assert hub2wheel.main([str(repo), "--out", str(tmp_path / "out")]) == 0
+    (wheel,) = (tmp_path / "out").glob("*.whl")
+    capsys.readouterr()
+    assert verify_wheel.main(["--json", "--allow-unsigned", str(wheel)]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["gpu_targets"] == {"cuda_sass": ["9.0a", "10.0a"], "cuda_ptx": ["10.0a", "12.0"], "rocm": []}
+    assert answer["target"] == str(wheel) and answer["verified"][0].startswith(f"{wheel.name}: unsigned; ")

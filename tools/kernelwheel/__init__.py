@@ -54,6 +54,8 @@ wheels/dependency_wheels    the wheels a kernel's kernel-depends became, and the
 wheels/elf                  what a kernel's .so files require (CPU, symbol versions, Python ABI), and so its wheel tags
 wheels/entry_package        the entry package of a wheel whose build must not be imported directly
 wheels/entry_runtime        what such an entry package runs when its kernel is imported (copied into the wheels)
+wheels/fatbin               the GPU code in a .so: CUDA fat binary containers and ROCm offload bundles, parsed bounded
+wheels/gpu_targets          the GPUs a wheel's binaries run on: read, recorded (JSON, a description line), CUDA's rule
 wheels/naming               the one place that spells distribution names, versions, requirements and wheel tags
 wheels/noarch               noarch variants: one wheel when they are the same build, one per backend otherwise
 wheels/selection            which build variants become wheels in this run, with a reason for every one that does not

@@ -7,6 +7,10 @@ unpacked into a temporary folder a chunk at a time, each file checked against it
 distribution installed in the Python running this command, its installed files checked against RECORD. A wheel from an
 unsigned variant gets the same RECORD and digest checks, then fails for want of a signature unless
 ``--allow-unsigned``. Exit 0 and one line per package on success; one ``error:`` line and exit 1 otherwise.
+
+``--json`` prints one JSON object instead of the lines: ``{"target": ..., "verified": [the lines], "gpu_targets":
+{"cuda_sass": [...], "cuda_ptx": [...], "rocm": [...]}}``, the GPU code hub2wheel read from the wheel's binaries
+(``.dist-info/gpu_targets.json``, checked; ``null`` for a wheel without one: no binaries, or an older hub2wheel).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import argparse
 import base64
 import hashlib
 import importlib.metadata
+import json
 import os
 import sys
 import tempfile
@@ -28,6 +33,7 @@ from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, check_relpath
 from kernelwheel.io.console import make_console, print_error, print_warning
 from kernelwheel.io.errors import DigestMismatch, InvalidWheel, SignatureMissing, ToolError
 from kernelwheel.io.limited_read import file_problem
+from kernelwheel.wheels.gpu_targets import FILE_NAME, GpuTargets, read_recorded
 from kernelwheel.wheels.wheel_reader import unpack_wheel
 
 
@@ -42,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--allow-unsigned", action="store_true",
                         help="exit 0 for a wheel built from an unsigned variant whose RECORD and digests match "
                              "(default: no signature is an error)")
+    parser.add_argument("--json", action="store_true",
+                        help="print a JSON object: the verification lines and the GPU code the binaries hold")
     add_trust_arguments(parser)
     return parser
 
@@ -71,12 +79,16 @@ def _verify_packages(root: Path, packages: Sequence[str], where: Callable[[str],
     return [f"{where('')}: unsigned; {checked}"]
 
 
-def _verify_wheel_file(wheel: Path, options: SignatureOptions, allow_unsigned: bool) -> list[str]:
+def _verify_wheel_file(wheel: Path, options: SignatureOptions,
+                       allow_unsigned: bool) -> tuple[list[str], GpuTargets | None]:
     with tempfile.TemporaryDirectory(prefix="verify-wheel-") as tmp:
         names = unpack_wheel(wheel, lambda arcname: Path(tmp) / check_relpath(arcname, wheel.name))
         record = f"{len(names) - 1} file(s) match their RECORD hashes"  # RECORD itself carries no hash
-        return _verify_packages(Path(tmp), _kernel_packages(names), lambda p: f"{wheel.name}:{p}".rstrip(":"),
-                                lambda: record, options, allow_unsigned)
+        lines = _verify_packages(Path(tmp), _kernel_packages(names), lambda p: f"{wheel.name}:{p}".rstrip(":"),
+                                 lambda: record, options, allow_unsigned)
+        recorded = [n for n in names if n.count("/") == 1 and n.endswith(f".dist-info/{FILE_NAME}")]
+        data = (Path(tmp) / recorded[0]).read_bytes() if len(recorded) == 1 else None
+        return lines, read_recorded(data, f"{wheel.name}:{recorded[0]}" if recorded else wheel.name)
 
 
 def _check_record(dist: importlib.metadata.Distribution, label: str) -> str:
@@ -104,7 +116,8 @@ def _check_record(dist: importlib.metadata.Distribution, label: str) -> str:
     return f"{checked} file(s) match their RECORD hashes"
 
 
-def _verify_installed(name: str, options: SignatureOptions, allow_unsigned: bool) -> list[str]:
+def _verify_installed(name: str, options: SignatureOptions,
+                      allow_unsigned: bool) -> tuple[list[str], GpuTargets | None]:
     try:
         dist = importlib.metadata.distribution(name)
     except (importlib.metadata.PackageNotFoundError, ValueError):  # ValueError: an empty name
@@ -112,8 +125,10 @@ def _verify_installed(name: str, options: SignatureOptions, allow_unsigned: bool
     label = f"{dist.metadata['Name']} {dist.version}"
     root = Path(str(dist.locate_file("")))
     packages = _kernel_packages([Path(str(f)).as_posix() for f in dist.files or []])
-    return _verify_packages(root, packages, lambda p: f"{label} ({p})" if p else label,
-                            lambda: _check_record(dist, label), options, allow_unsigned)
+    lines = _verify_packages(root, packages, lambda p: f"{label} ({p})" if p else label,
+                             lambda: _check_record(dist, label), options, allow_unsigned)
+    recorded = dist.read_text(FILE_NAME)  # checked against RECORD above, with every installed file
+    return lines, read_recorded(recorded.encode() if recorded is not None else None, f"{label} ({FILE_NAME})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,12 +142,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if target.suffix == ".whl" or os.path.isfile(target):  # os.path: False, not OSError, for a name too long
             if (problem := file_problem(target)) is not None:
                 raise InvalidWheel(f"{target}: {problem}")
-            lines = _verify_wheel_file(target, options, args.allow_unsigned)
+            lines, gpu = _verify_wheel_file(target, options, args.allow_unsigned)
         else:
-            lines = _verify_installed(args.target, options, args.allow_unsigned)
+            lines, gpu = _verify_installed(args.target, options, args.allow_unsigned)
     except ToolError as exc:
         print_error(console, exc)
         return 1
+    if args.json:
+        print(json.dumps({"target": args.target, "verified": lines,
+                          "gpu_targets": gpu.to_json() if gpu is not None else None}, indent=2))
+        return 0
     for line in lines:
         print(line)
     return 0

@@ -12,14 +12,16 @@
 * there is a Python package: ``build/<v>/__init__.py`` (flat layout) or ``build/<v>/<pkg>/__init__.py`` (nested), and
   kernel-depends only comes with the flat layout;
 * every file that is ELF by its magic (whatever its name) and every ``*.so`` is ELF for the variant's CPU, and a noarch
-  variant holds none (``elf``).
+  variant holds none (``elf``), and the GPU code of every ELF file is read (``gpu_targets``: a fat binary that cannot
+  be read refuses the variant; architectures metadata.json declares that the binaries do not hold, or the reverse,
+  warn in one line).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ from kernelwheel.format.variant_folder import collect_files, find_package, read_
 from kernelwheel.format.variants import Variant
 from kernelwheel.hub.sources import Source
 from kernelwheel.io.errors import InvalidVariant
-from kernelwheel.wheels import elf, wheel_contents
+from kernelwheel.wheels import elf, gpu_targets, wheel_contents
 from kernelwheel.wheels.entry_package import checked_archs, usable_build_id
 from kernelwheel.wheels.zip_layout import unpack_variant
 
@@ -54,6 +56,7 @@ class CheckedVariant:
     archs: tuple[str, ...]  # the GPU architectures an entry package checks (``entry_package.checked_archs``)
     payload: Mapping[str, wheel_contents.Source]  # the package's files by their path in the wheel
     elfs: tuple[elf.ElfInfo, ...]  # the payload's ELF files, each built for the variant's CPU
+    gpu: gpu_targets.GpuTargets = field(default_factory=gpu_targets.GpuTargets)  # their GPU code, all together
 
     @property
     def where(self) -> str:
@@ -96,26 +99,33 @@ def check_variant_dir(variant: Variant, variant_dir: Path, source: Source, signa
     build_id = info.build_id if info is not None else usable_build_id(metadata, package)
     build_package = build_id if build_id is not None and (dependencies or archs) else package
     payload = {f"{build_package}/{rel[len(prefix):]}": p for rel, p in sources.items() if rel.startswith(prefix)}
-    elfs = _checked_elfs(variant, payload, package, where)
+    elfs, gpu = _checked_elfs(variant, payload, package, where)
+    mismatch = gpu_targets.declared_mismatch(archs, gpu, variant.depends_backend, where)
+    if mismatch is not None and signatures.warn is not None:  # where the run's one-line warnings go
+        signatures.warn(mismatch)
     return CheckedVariant(variant=variant, files=files, metadata=metadata, signed=signed, zipped=zipped,
                           kernel=kernel, package=package, build_package=build_package, info=info, archs=archs,
-                          payload=payload, elfs=elfs)
+                          payload=payload, elfs=elfs, gpu=gpu)
 
 
 def _checked_elfs(variant: Variant, payload: Mapping[str, wheel_contents.Source], package: str,
-                  where: str) -> tuple[elf.ElfInfo, ...]:
-    """Every ELF file of the payload, read (by content: any name may hide one) and checked for the variant's CPU."""
+                  where: str) -> tuple[tuple[elf.ElfInfo, ...], gpu_targets.GpuTargets]:
+    """Every ELF file of the payload, read (by content: any name may hide one) and checked for the variant's CPU, and
+    the GPU code they hold together."""
     elfs = []
+    gpu = gpu_targets.GpuTargets()
     for arcname, path in sorted(payload.items()):
         if isinstance(path, bytes):  # unpacked from a zip layout's archive, which holds no ELF (zip_layout)
             continue
         if elf.looks_like_shared_object(arcname) or elf.has_elf_magic(path):  # by content: any name may hide one
             real = Path(os.path.realpath(path))
-            elfs.append(elf.read_elf(real, display=f"{where}/{arcname[len(package)+1:]}", sha256=file_digest(real)))
+            shown = f"{where}/{arcname[len(package)+1:]}"
+            elfs.append(elf.read_elf(real, display=shown, sha256=file_digest(real)))
+            gpu = gpu.union(gpu_targets.read_gpu_targets(real, shown))
     if elfs and variant.arch is None:
         raise InvalidVariant(f"{where}: a noarch variant must not contain compiled files ({elfs[0].path})")
     if variant.arch is not None:
         wrong = [e for e in elfs if e.cpu != variant.arch.cpu]
         if wrong:
             raise InvalidVariant(f"{where}: {wrong[0].path} is built for {wrong[0].cpu}, not {variant.arch.cpu}")
-    return tuple(elfs)
+    return tuple(elfs), gpu

@@ -2,7 +2,9 @@
 
 The tags come from the variant's ELF files (``elf``), names and versions from ``naming``, requirements from the
 variant's framework, ``python-depends`` and kernel-depends (``dependency_wheels``); a build that installs under its
-id gets an entry package (``entry_package``). Nothing is written here: ``wheel_writer`` writes what
+id gets an entry package (``entry_package``), whose import-time check compares the GPU with the code the binaries
+hold (``gpu_targets``), recorded in ``.dist-info/gpu_targets.json`` and one line of the description. Nothing is
+written here: ``wheel_writer`` writes what
 ``plan_wheel`` returns.
 """
 
@@ -21,7 +23,7 @@ from kernelwheel.format.python_depends import depends_requirements, read_depends
 from kernelwheel.format.variants import Variant
 from kernelwheel.hub.sources import Source
 from kernelwheel.io.errors import InvalidVariant, InvalidWheelName
-from kernelwheel.wheels import elf, wheel_contents
+from kernelwheel.wheels import elf, gpu_targets, wheel_contents
 from kernelwheel.wheels.checked_variant import CheckedVariant
 from kernelwheel.wheels.dependency_wheels import ConvertedKernel, dependency_requirements
 from kernelwheel.wheels.entry_package import CHECKED_BACKENDS, Entry, entry_source
@@ -68,7 +70,7 @@ def plan_wheel(checked: CheckedVariant, source: Source, *, kernel_version: Versi
         requires_dist=requires,
         requires_python=SpecifierSet(tags.requires_python) if tags.requires_python else None,
         summary=f"{kernel} kernel, build variant {variant}, repackaged from {source.label}",
-        description=_description(kernel, package, variant, source, name, metadata),
+        description=_description(kernel, package, variant, source, name, metadata, checked.gpu),
     )
     if isinstance(metadata.get("license"), str):
         raw["license"] = metadata["license"]
@@ -76,8 +78,11 @@ def plan_wheel(checked: CheckedVariant, source: Source, *, kernel_version: Versi
     if not checked.zipped:  # a zip layout's bundle signs a metadata.json that is not installed (zip_layout)
         on_disk = {arc: p for arc, p in payload.items() if isinstance(p, Path)}
         contents.update(checked.signed.wheel_files(build_package, on_disk))  # metadata.json + its bundle
+    if elfs:  # read, whatever it found: an empty record says the binaries hold no GPU code
+        contents[f"{name.dist_info}/{gpu_targets.FILE_NAME}"] = checked.gpu.json_bytes()
     if build_package != package:
-        entry = Entry(build_package, kernel, str(variant), variant.depends_backend, checked.archs, packages)
+        archs = checked.gpu.runtime_archs(variant.depends_backend) or checked.archs  # the binaries', else declared
+        entry = Entry(build_package, kernel, str(variant), variant.depends_backend, archs, packages)
         contents[f"{package}/__init__.py"] = entry_source(entry)
     return WheelContents(name=name, metadata=raw, files=contents, root_is_purelib=not elfs)
 
@@ -157,8 +162,8 @@ def _build_facts(metadata: Mapping[str, Any]) -> list[str]:
 
 
 def _description(kernel: str, package: str, variant: Variant, source: Source, name: WheelName,
-                 metadata: Mapping[str, Any]) -> str:
-    facts = _build_facts(metadata)
+                 metadata: Mapping[str, Any], gpu: gpu_targets.GpuTargets) -> str:
+    facts = _build_facts(metadata) + ([gpu_targets.description_line(gpu)] if gpu else [])
     build = ("\n## Build\n\n" + "\n".join(facts) + "\n") if facts else ""
     return (
         f"# {name.distribution} {name.version}\n\n"
