@@ -15,7 +15,7 @@ per-call host cost, and CUDA-graph replay of a per-frame pipeline. NPP gets its 
 context and ROI are built once, so each frame is one ctypes call with two data pointers.
 
 CPU rows (``--cpu-only``) must run in a fresh process: once torch.compile has started inductor's workers, every
-fresh large CPU allocation slows down by milliseconds (issue K), so a GPU run reports no CPU rows; the CPU
+fresh large CPU allocation slows down by milliseconds (benchmarks/NOTES.md, K), so a GPU run reports no CPU rows; the CPU
 kernel's own benchmark is benchmarks/bench_cpu.py.
 """
 

@@ -1,4 +1,4 @@
-// Host cost of one CUDA kernel launch, without torch or Python: the floor under any per-frame call (issue K's
+// Host cost of one CUDA kernel launch, without torch or Python: the floor under any per-frame call (the host cost of
 // small frames). Each way of launching is timed twice:
 //   queue full: 20,000 back-to-back launches, so the host waits on the GPU once the launch queue fills
 //     (what a back-to-back benchmark of tiny kernels sees: max(host cost, the GPU's time per launch));

@@ -233,7 +233,7 @@ def test_pip_install_by_name_torch213(flat_repo: Path, torch213_venv: Path, tmp_
 
 @pytest.fixture
 def real_extension_repo(classic_wheel: Path, tmp_path: Path) -> Path:
-    """A flat-layout variant holding the real img2gray extension from issue A's repaired classic wheel."""
+    """A flat-layout variant holding the real img2gray extension from make wheel's repaired classic wheel."""
     variant = tmp_path / "repo" / "build" / "torch214-cxx11-cu130-x86_64-linux"
     variant.mkdir(parents=True)
     with zipfile.ZipFile(classic_wheel) as zf:

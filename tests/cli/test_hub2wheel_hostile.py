@@ -1,4 +1,4 @@
-"""Issue J, the hub2wheel side: hostile build/ trees and arguments through the real ``python -m tools.hub2wheel``.
+"""Hostile input, the hub2wheel side: hostile build/ trees and arguments through the real ``python -m tools.hub2wheel``.
 
 Every case the attack found (a traceback that aborted the run, a wrong acceptance, a stray temporary) is a variant
 of one fixture tree here, next to one good variant: each bad one is skipped with its one-line reason, the good one

@@ -1,7 +1,7 @@
 """End to end: wheels → tools.index / pypiserver on loopback → pip and uv installs into fresh venvs → run the op.
 
 The index holds the real classic wheel (``classic_wheel`` from tests/conftest.py; a pure-Python stand-in
-until that fixture exists), issue B's converted wheels (``converted_wheels``: tools.hub2wheel run on ``flat_repo``),
+until that fixture exists), the converted wheels (``converted_wheels``: tools.hub2wheel run on ``flat_repo``),
 and decoys: builds of ``img2gray-cu130`` for torch 2.13 and 2.15, including a *newer* release ``0.2.0+torch2.13``
 that an unpinned install would pick, downgrading torch. PyPI is an extra index throughout, so a wrong
 resolution would really fetch another torch. Every install must leave the venv's torch exactly as it was.
@@ -175,7 +175,7 @@ def _optional_fixture(request: pytest.FixtureRequest, name: str) -> object | Non
 
 @pytest.fixture(scope="module")
 def converted_wheels(flat_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Issue B's conversion of the local kernel repo (``flat_repo``), under its own name ``img2gray-hub-*``.
+    """The conversion of the local kernel repo (``flat_repo``), under its own name ``img2gray-hub-*``.
 
     The distinct name keeps its builds (a stable-ABI ``1`` and ``1+torch2.13``, which outrank ``0.1.0``) from
     competing with the classic wheel that the install tests expect; they are indexed, checked and uploaded.

@@ -1,5 +1,5 @@
 """Reading the built library in tests: its NEEDED libraries and dynamic symbols (pyelftools), demangled names; and
-damaged or foreign-CPU copies of an ELF file for the hostile-input tests (issue J)."""
+damaged or foreign-CPU copies of an ELF file for the hostile-input tests."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def as_aarch64(so: bytes) -> bytes:
 
 def endless_version_needs(so: bytes) -> bytes:
     """A damaged ``.gnu.version_r``: 2**32-1 entries declared, each pointing back at the first (vn_next = 0).
-    pyelftools walks it for ever (200,000 entries take ~7 s); the fuzzing of issue J hung on such a file."""
+    pyelftools walks it for ever (200,000 entries take ~7 s); the fuzzing of hostile inputs hung on such a file."""
     elf = ELFFile(io.BytesIO(so))
     index = next(i for i, s in enumerate(elf.iter_sections()) if s["sh_type"] == "SHT_GNU_verneed")
     header = elf["e_shoff"] + index * elf["e_shentsize"]

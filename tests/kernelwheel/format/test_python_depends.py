@@ -51,7 +51,7 @@ def test_python_depends_must_be_a_list_of_strings(value: object) -> None:
 
 @pytest.mark.parametrize("entry", ["torch==2.1", "torch", "Torch>=2", "TORCH[cuda]", "torch ; python_version>'3'"])
 def test_a_torch_requirement_is_refused_even_when_unknown_names_pass(entry: str) -> None:
-    # issue J: ["torch==2.1"] gave the wheel a second torch pin, and the index then refused it
+    # found by fuzzing: ["torch==2.1"] gave the wheel a second torch pin, and the index then refused it
     with pytest.raises(InvalidVariant, match=r"build/v/metadata.json: python-depends entry .* pins (?i:torch); the "
                                              r"framework requirement comes from the variant name"):
         depends_requirements(["einops", entry], "cpu", "build/v", allow_unknown=True)

@@ -39,7 +39,7 @@ def test_check_relpath_accepts_plain_relative_names(rel: str) -> None:
         ("pkg/", "path traversal"),
         ("a\\b.py", "has a backslash"),
         ("a\nb.py", "holds a control character ('\\n', U+000A), which a wheel's RECORD cannot hold"),
-        ("a\u2028b.py", "holds a line separator ('\\u2028', U+2028)"),  # issue J: installer 1.1.0 rejected RECORD
+        ("a\u2028b.py", "holds a line separator ('\\u2028', U+2028)"),  # found by fuzzing: installer 1.1.0 rejected RECORD
         ("a\u2029b.py", "a paragraph separator"),
         ("a\x85b.py", "a control character"),  # NEL: str.splitlines breaks there too
         ("a\x1cb.py", "a control character"),
@@ -185,7 +185,7 @@ def _metadata(tmp_path: Path, raw: bytes | str) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ("[" * 100_000 + "]" * 100_000, f"nested deeper than {MAX_METADATA_DEPTH} levels"),  # issue J: RecursionError
+        ("[" * 100_000 + "]" * 100_000, f"nested deeper than {MAX_METADATA_DEPTH} levels"),  # found by fuzzing: RecursionError
         ('{"backend": {"archs": ' + "[" * 5000 + "]" * 5000 + "}}", "nested deeper"),  # one field 5,000 deep
         (b'{"name": "\xff"}', "not UTF-8 (invalid start byte at byte 10)"),
         ('{"version": ' + "1" * 5000 + "}", "not valid JSON: Exceeds the limit"),  # int() digit limit: ValueError
@@ -225,7 +225,7 @@ def test_read_metadata_brackets_inside_strings_do_not_count_as_nesting(tmp_path:
     assert meta["source"] == deep_string
 
 
-# Fuzzing metadata.json (issue J: RecursionError, TypeError, AttributeError escaped). Derandomized for CI.
+# Fuzzing metadata.json (hostile-input review: RecursionError, TypeError, AttributeError escaped). Derandomized for CI.
 _FUZZ = settings(max_examples=150, deadline=2000, derandomize=True, database=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -81,7 +81,7 @@ def test_rejections_are_precise(name: str, reason: str) -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        "torch２１３-cxx11-cpu-x86_64-linux",  # fullwidth digits (issue J: InvalidVersion traceback)
+        "torch２１３-cxx11-cpu-x86_64-linux",  # fullwidth digits (hostile-input review: InvalidVersion traceback)
         "torch2١٣-cxx11-cpu-x86_64-linux",  # Arabic-Indic digits
         "torch213-cxx11-cu１３０-x86_64-linux",  # in the backend
         "torch-stable-abi２１０-cu130-x86_64-linux",

@@ -135,7 +135,7 @@ def test_a_changed_variant_is_rewritten_and_only_that_one(flat_repo: Path, tmp_p
 def test_plan_variant_with_fuzzed_metadata_converts_or_refuses_in_one_line(flat_repo: Path, tmp_path: Path,
                                                                            document: dict[str, object]) -> None:
     """Every field convert reads (name, version, license, python-depends, backend, digest, provenance, ...) with
-    values of every JSON type: a wheel, or one ToolError line; never a TypeError/AttributeError (issue J)."""
+    values of every JSON type: a wheel, or one ToolError line; never a TypeError/AttributeError."""
     folder = tmp_path / "build" / CPU_VARIANT
     if not folder.exists():
         shutil.copytree(flat_repo / "build" / CPU_VARIANT, folder)

@@ -124,7 +124,7 @@ def test_damaged_elf_is_one_clear_error(tmp_path: Path, damage: str) -> None:
     assert "\n" not in str(raised.value)
 
 
-# Fuzzing (issue J: 44 of 2,000 mutants escaped pyelftools as ValueError/OSError, and one hung). Derandomized so CI
+# Fuzzing (44 of 2,000 mutants escaped pyelftools as ValueError/OSError, and one hung). Derandomized so CI
 # runs the same examples every time; the deadline catches a walk that no longer terminates quickly.
 _FUZZ = settings(max_examples=200, deadline=2000, derandomize=True, database=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -111,7 +111,7 @@ def test_the_longest_wheel_filename_leaves_room_for_its_metadata_file_and_tempor
 
 
 @pytest.mark.parametrize(("kernel", "version"), [
-    ("a" * 300, "1"),  # issue J: a long metadata.json name or --dist-name (ENAMETOOLONG)
+    ("a" * 300, "1"),  # found by fuzzing: a long metadata.json name or --dist-name (ENAMETOOLONG)
     ("img2gray", "1." + ".".join(["0"] * 150)),  # a long version
     ("img2gray", "1" * 4000),
 ])

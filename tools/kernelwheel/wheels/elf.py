@@ -44,7 +44,7 @@ ELF_MAGIC = b"\x7fELF"
 _MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_PPC64": "ppc64le", "EM_S390": "s390x"}
 _CPYTHON_SUFFIX = re.compile(r"\.cpython-3([0-9]+)[a-z]*-[^.]+\.so$")
 _VERSIONED = re.compile(r"^(GLIBC|GLIBCXX|CXXABI|GCC)_([0-9][0-9.]*|TM_[0-9]+)$")
-# PEP 384: a module built with Py_LIMITED_API=0x03090000 is tagged cp39-abi3 (kernel-builder, issue A).
+# PEP 384: a module built with Py_LIMITED_API=0x03090000 is tagged cp39-abi3 (as kernel-builder builds).
 ABI3_PYTHON = "cp39"
 
 
@@ -170,7 +170,7 @@ def read_elf(path: Path, display: str | None = None, *, sha256: bytes | None = N
         raise
     except OSError as exc:
         raise InvalidVariant(f"{shown}: cannot be read: {exc.strerror or exc}") from None
-    except Exception as exc:  # pyelftools and auditwheel raise any type on a damaged file (issue J)
+    except Exception as exc:  # pyelftools and auditwheel raise any type on a damaged file
         reason = str(exc).splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise InvalidVariant(f"{shown}: unreadable ELF file: {reason}") from None
     name = path.name
