@@ -75,6 +75,7 @@ index/state                 simple/.index-state.json (what the last run wrote) a
 index/target_environment    the target's interpreter and torch (probed, never imported); kernels' CUDA/ROCm rules
 index/wheel_download        a wheel an index links to, as a file: hashed as it arrives, within a size cap and a deadline
 index/indexed_wheel         what the index needs to know about one wheel, read and validated once
+index/target_gpu            the target's GPUs: --gpu-arch, or nvidia-smi's compute capability (torch never imported)
 index/torch_minors          the torch minors released so far (torch_minors.json, checked weekly against PyPI)
 index/writer                a static private index for a wheelhouse, with one sub-index per torch minor
 publish/git_transport       a git repository (path or URL) as the Hub repository

@@ -26,6 +26,7 @@ from kernelwheel.index import client
 from kernelwheel.index.client import Candidate
 from kernelwheel.index.install_plan import choose_wheels, plan_install
 from kernelwheel.index.target_environment import Environment
+from kernelwheel.index.target_gpu import Gpu, GpuCheck, from_argument
 from kernelwheel.io.errors import (
     DigestMismatch,
     IndexUnreachable,
@@ -35,6 +36,7 @@ from kernelwheel.io.errors import (
     ToolError,
 )
 from kernelwheel.io.urls import redact
+from kernelwheel.wheels.gpu_targets import GpuTargets
 from tests.helpers.index_servers import QuietHandler, index_url, serve
 from tests.helpers.peak_rss import run_with_peak_mib
 from tests.helpers.repo import REPO_ROOT
@@ -569,3 +571,76 @@ def test_a_server_dripping_one_byte_every_5_s_ends_at_the_deadline(phase: str) -
     )
     # Functional, not a speed check: without the deadline this runs for hours (30 s per read never trips).
     assert elapsed < 60
+
+
+# --------------------------------------------------------------------------------------------------- the target's GPU
+
+
+def test_select_leaves_out_a_wheel_the_gpu_cannot_run() -> None:
+    hopper = GpuTargets.of(["8.0", "9.0"])
+    candidates = [Candidate(f, f"http://x/{f}", None) for f in (STABLE, T214)]
+    gpu_of = {STABLE: hopper, T214: None}  # the older build records no targets: not checked
+    torch_of = {STABLE: SpecifierSet(">=2.10"), T214: SpecifierSet("==2.14.*")}
+    blackwell = GpuCheck((Gpu("NVIDIA GeForce RTX 5090", (12, 0)),), "nvidia-smi")
+    accepted, rejected = choose_wheels(candidates, target("2.14.1"), torch_of, blackwell, gpu_of)
+    assert [c.filename for c in accepted] == [T214]
+    assert [(r.candidate.filename, r.reason, r.gpu) for r in rejected] == [(STABLE, (
+        "NVIDIA GeForce RTX 5090 (CUDA capability 12.0) runs none of its GPU code: CUDA SASS 8.0, 9.0; CUDA PTX none; "
+        "ROCm none (SASS runs on the same major with an equal or newer minor, PTX at or above its version)"), True)]
+    accepted, _ = choose_wheels(candidates, target("2.14.1"), torch_of, from_argument("9.0"), gpu_of)
+    assert [c.filename for c in accepted] == [STABLE, T214]
+
+
+@pytest.fixture(scope="module")
+def gpu_index(tmp_path_factory: pytest.TempPathFactory, so_cache: Path) -> Path:
+    """An index holding the wheel hub2wheel wrote from a CUDA variant whose library nvcc built for SASS 8.0, 9.0
+    and PTX 9.0."""
+    from kernelwheel.cli import hub2wheel
+    from kernelwheel.index.writer import write_index
+    from tests.helpers import fatbins
+
+    root = tmp_path_factory.mktemp("gpu-index")
+    library = fatbins.built(tmp_path_factory)["sass80_90_ptx90"]
+    repo = fatbins.cuda_variant_repo(root, so_cache, library, ["8.0", "9.0+PTX"])
+    assert hub2wheel.main([str(repo), "--out", str(root / "house")]) == 0
+    write_index(root / "house")
+    return root / "house" / "simple"
+
+
+def _probe_answer(folder: Path) -> str:
+    """A stand-in interpreter answering the target probe: torch 2.14.1 for CUDA 13.0 on this machine's tags."""
+    from packaging import tags
+
+    answer = {"torch": "2.14.1", "cuda": "13.0", "rocm": None, "python": "3.11.7",
+              "tags": [str(t) for t in tags.sys_tags()], "installed": [], "markers": {}}
+    python = folder / "python"
+    python.write_text(f"#!/bin/sh\nprintf '%s\\n' '{json.dumps(answer)}'\n")  # a builtin: no PATH needed
+    python.chmod(0o755)
+    return str(python)
+
+
+def test_install_command_checks_the_gpu(gpu_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--gpu-arch 12.0: SASS 8.0/9.0 cannot run there, but PTX 9.0 can; a build holding no PTX is refused in one
+    line naming the GPU and its targets. Without nvidia-smi and --gpu-arch, --json says the GPU was not checked."""
+    python = _probe_answer(tmp_path)
+    index = gpu_index.as_uri() + "/"
+    assert install_command.main(["gpukernel-cu130", "--index-url", index, "--python", python, "--gpu-arch", "12.0",
+                                 "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["gpu"] == {"checked": True, "source": "--gpu-arch", "reason": None,
+                           "gpus": [{"name": "the GPU named by --gpu-arch", "compute_capability": "12.0"}]}
+    assert plan["gpu_targets"] == {"cuda_sass": ["8.0", "9.0"], "cuda_ptx": ["9.0"], "rocm": []}
+    assert install_command.main(["gpukernel-cu130", "--index-url", index, "--python", python, "--gpu-arch", "8.6"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert ("the GPU named by --gpu-arch (CUDA capability 8.6) runs its GPU code (CUDA SASS 8.0, 9.0; CUDA PTX 9.0; "
+            "ROCm none)") in err  # Ampere's 8.0 SASS runs on 8.6
+    assert install_command.main(["gpukernel-cu130", "--index-url", index, "--python", python, "--gpu-arch", "7.5"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert ("the GPU named by --gpu-arch (CUDA capability 7.5) runs none of its GPU code: CUDA SASS 8.0, 9.0; CUDA "
+            "PTX 9.0; ROCm none") in err
+    assert "build it with SASS or PTX for capability 7.5" in err
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert install_command.main(["gpukernel-cu130", "--index-url", index, "--python", python, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["gpu"]["checked"] is False and "nvidia-smi is not on PATH" in plan["gpu"]["reason"]

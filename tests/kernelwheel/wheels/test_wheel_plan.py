@@ -13,7 +13,7 @@ from kernelwheel.format.variants import Variant
 from kernelwheel.hub.sources import Source, local_source
 from kernelwheel.io.errors import InvalidVariant
 from kernelwheel.wheels.checked_variant import check_variant_dir
-from kernelwheel.wheels.gpu_targets import GpuTargets, description_line
+from kernelwheel.wheels.gpu_targets import GpuTargets, from_description
 from kernelwheel.wheels.wheel_plan import plan_wheel
 from tests.helpers import fatbins
 
@@ -49,7 +49,7 @@ def test_gpu_code_of_the_binaries_is_recorded(tmp_path: Path, so_cache: Path,
     contents = plan_wheel(checked, source)
     recorded = json.loads(contents.files[f"{contents.name.dist_info}/gpu_targets.json"])
     assert recorded == {"cuda_sass": ["8.0", "9.0"], "cuda_ptx": ["9.0"], "rocm": []}
-    assert description_line(GpuTargets.of(["8.0", "9.0"], ["9.0"])) in str(contents.metadata.get("description"))
+    assert from_description(str(contents.metadata.get("description"))) == GpuTargets.of(["8.0", "9.0"], ["9.0"])
     entry = contents.files["gpukernel/__init__.py"]
     assert isinstance(entry, bytes) and "archs=['8.0', '9.0', '9.0+PTX']" in entry.decode()
 

@@ -6,7 +6,9 @@ A password is never printed. It may come from the URL (``http://reader:pw@host/s
 line, from ``$KERNELWHEEL_INDEX_PASSWORD`` with ``http://reader@host/simple/``; either way the printed command (and
 ``--json``'s argv) says ``"${KERNELWHEEL_INDEX_PASSWORD}"`` where the password goes. ``--run`` hands an index URL
 with a password to the installer in its environment (``PIP_INDEX_URL``/``UV_INDEX_URL``, ``runnable_command``), never
-on its command line, which other local users can read. Exit status: 0 planned (or installed with ``--run``), 1 any
+on its command line, which other local users can read. The GPU a wheel must run on is ``--gpu-arch X.Y``, else each
+GPU nvidia-smi lists (``kernelwheel.index.target_gpu``; no nvidia-smi: no GPU check, and ``--json``'s ``gpu`` says
+why). Exit status: 0 planned (or installed with ``--run``), 1 any
 error (one ``error:`` line), the installer's own status when ``--run`` fails."""
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from kernelwheel.index.install_command_line import (
 )
 from kernelwheel.index.install_plan import DEFAULT_DEADLINE_S, plan_install
 from kernelwheel.index.target_environment import Environment
+from kernelwheel.index.target_gpu import GpuCheck, from_argument, parse_capability
+from kernelwheel.index.target_gpu import probe as probe_gpus
 from kernelwheel.io.console import make_console, print_error, print_step
 from kernelwheel.io.errors import ToolError, TorchNotInstalled
 from kernelwheel.io.urls import redact
@@ -59,6 +63,14 @@ def _seconds(text: str) -> float:
     return seconds
 
 
+def _capability(text: str) -> str:
+    try:
+        parse_capability(text)
+    except ToolError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog("install_command", "install-command"),
@@ -71,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--python", default=sys.executable, help="interpreter of the target environment")
     parser.add_argument("--installer", choices=["pip", "uv"], default="pip")
     parser.add_argument("--torch", type=Version, help="plan for this torch version instead of the installed one")
+    parser.add_argument("--gpu-arch", type=_capability, metavar="X.Y",
+                        help="the CUDA compute capability the wheel must run on (9.0 for an H100); default: each GPU "
+                        "nvidia-smi lists, none checked without nvidia-smi")
     parser.add_argument("--run", action="store_true", help="run the command, then check torch is unchanged")
     parser.add_argument("--json", action="store_true", help="print a JSON plan instead of a shell command")
     parser.add_argument("--timeout", type=_seconds, default=DEFAULT_DEADLINE_S, metavar="SECONDS",
@@ -106,9 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "(e.g. pip install torch==2.14.1) or pass --torch X.Y.Z"
             )
         print_step(console, f"* {target.describe()} ({args.python})")
+        gpu: GpuCheck = from_argument(args.gpu_arch) if args.gpu_arch else probe_gpus(
+            timeout_s=max(min(deadline - time.monotonic(), 20), 1))
+        print_step(console, f"* {gpu.describe()}")
         plan = plan_install(
             index_url, args.project, target, installer=args.installer, extra_index_urls=args.extra_index_url,
-            deadline_s=deadline - time.monotonic(), deadline_shown_s=args.timeout,
+            deadline_s=deadline - time.monotonic(), deadline_shown_s=args.timeout, gpu=gpu,
         )
     except ToolError as exc:
         print_error(console, exc)
@@ -123,7 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "(or drop it from the URL and keep it in ~/.netrc)")
     if args.json:
         print(json.dumps({"version": 1, "wheel": plan.wheel.filename, "index_url": redact(plan.index_url),
-                          "torch_pin": plan.torch_pin, "argv": shown, "password_env": variables}, indent=2))
+                          "torch_pin": plan.torch_pin, "argv": shown, "password_env": variables,
+                          "gpu": gpu.to_json(),
+                          "gpu_targets": plan.gpu_targets.to_json() if plan.gpu_targets is not None else None},
+                         indent=2))
     else:
         print(shell_command(shown))
     if not args.run:

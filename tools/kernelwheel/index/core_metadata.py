@@ -1,4 +1,5 @@
-"""A candidate wheel's core metadata, checked against its file name and its wheel, and the torch it requires."""
+"""A candidate wheel's core metadata, checked against its file name and its wheel: the torch it requires, and the GPU
+code its binaries hold (the description's line hub2wheel writes, ``wheels.gpu_targets``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
@@ -20,6 +22,7 @@ from kernelwheel.index.indexed_wheel import metadata_bytes, torch_requirement_fr
 from kernelwheel.index.wheel_download import download_wheel
 from kernelwheel.io.errors import IndexUnreachable, InvalidWheel
 from kernelwheel.io.urls import printable, redact
+from kernelwheel.wheels.gpu_targets import GpuTargets, from_description
 from kernelwheel.wheels.naming import labelled_torch
 from kernelwheel.wheels.wheel_reader import MAX_METADATA_BYTES
 
@@ -92,10 +95,18 @@ def _requires(metadata: bytes) -> list[str]:
     return [printable(line) for line in raw.get("requires_dist", [])]
 
 
-def torch_requirement_of(candidate: Candidate, environment: Mapping[str, str] | None = None) -> SpecifierSet | None:
+@dataclass(frozen=True)
+class WheelFacts:
+    """What the plan reads from a candidate's core metadata."""
+
+    torch: SpecifierSet | None  # its torch requirement (None: it names no torch)
+    gpu: GpuTargets | None  # the GPU code its binaries hold (None: unknown, no line in its description)
+
+
+def wheel_facts(candidate: Candidate, environment: Mapping[str, str] | None = None) -> WheelFacts:
     """The wheel's ``Requires-Dist: torch`` specifier that applies in ``environment`` (the target's PEP 508 marker
-    values; None: every torch line applies, ``torch_requirement_from``): from PEP 658 metadata, else the label, else
-    the wheel.
+    values; None: every torch line applies, ``torch_requirement_from``), and its GPU targets: from PEP 658 metadata,
+    else (torch only: a wheel is not downloaded for its GPU line) the label, else the wheel.
 
     Raises ``DigestMismatch`` when the ``.metadata`` (or wheel) fetched is not the file the page's hash names,
     ``InvalidWheel`` when the wheel downloaded as fallback is not a zip with one ``.dist-info/METADATA``, or when a
@@ -109,10 +120,13 @@ def torch_requirement_of(candidate: Candidate, environment: Mapping[str, str] | 
     else:
         label = labelled_torch(candidate.name.version)
         if label is not None:
-            return SpecifierSet(f"=={label}.*")
+            return WheelFacts(SpecifierSet(f"=={label}.*"), None)
         # The folder (and the download in it) is gone whatever happens, a deadline or an error included.
         with tempfile.TemporaryDirectory(prefix="kernelwheel-wheel-") as folder:
             metadata = _metadata_of_wheel(download_wheel(candidate, Path(folder)), candidate)
         raw = _core_metadata(metadata, candidate, f"{redact(candidate.url)} (its METADATA)")
     requires = raw.get("requires_dist", [])
-    return torch_requirement_from(requires if isinstance(requires, list) else [], candidate.filename, environment)
+    description = raw.get("description")
+    return WheelFacts(
+        torch_requirement_from(requires if isinstance(requires, list) else [], candidate.filename, environment),
+        from_description(description) if isinstance(description, str) else None)

@@ -11,7 +11,9 @@ downgrades a working torch 2.14. This module:
    PEP 691 JSON over http); the torch requirement of each wheel comes from its PEP 658 ``.metadata``, checked
    against the page's ``data-core-metadata`` hash, else its ``+torchX.Y`` label, else the wheel's own METADATA;
 3. keeps the wheels that fit, with a reason for every one it rejects, and raises ``NoCompatibleWheel``
-   when none is left, before any installer runs;
+   when none is left, before any installer runs; a wheel fits the target's GPU (``target_gpu``: ``--gpu-arch`` or
+   nvidia-smi) when its binaries hold SASS or PTX that GPU runs, as the description line of its PEP 658 metadata
+   records them (``wheels.gpu_targets``; a wheel without that line is not checked);
 4. prints ``pip install --index-url <index>/torchX.Y/ img2gray-cu130 torch==<installed>`` (or the ``uv pip``
    form): the per-torch sub-index when the index has one (``kernelwheel index`` writes them), and always the
    installed torch pinned exactly, so that the resolver can only keep torch or fail.
@@ -36,12 +38,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from kernelwheel.index.client import Candidate, check_url, list_candidates
-from kernelwheel.index.core_metadata import torch_requirement_of
+from kernelwheel.index.core_metadata import WheelFacts, wheel_facts
 from kernelwheel.index.indexed_wheel import check_project_name
 from kernelwheel.index.target_environment import TOOLKITS, Environment, check_backend, project_backend
+from kernelwheel.index.target_gpu import GpuCheck
 from kernelwheel.io.answer_deadline import call_with_deadline
 from kernelwheel.io.errors import NoCompatibleWheel, ToolError
 from kernelwheel.io.urls import redact
+from kernelwheel.wheels.gpu_targets import GpuTargets, cuda_problem
 from kernelwheel.wheels.naming import torch_label, torch_minor
 
 Installer = Literal["pip", "uv"]
@@ -54,12 +58,15 @@ DEFAULT_DEADLINE_S = 60.0
 class WheelRejected:
     candidate: Candidate
     reason: str
+    gpu: bool = False  # rejected for the target's GPU (its torch and tags fit)
 
 
 def choose_wheels(
-    candidates: Sequence[Candidate], target: Environment, torch_of: Mapping[str, SpecifierSet | None]
+    candidates: Sequence[Candidate], target: Environment, torch_of: Mapping[str, SpecifierSet | None],
+    gpu: GpuCheck | None = None, gpu_of: Mapping[str, GpuTargets | None] | None = None,
 ) -> tuple[list[Candidate], list[WheelRejected]]:
-    """Split ``candidates`` into those that fit ``target`` and those that don't, each with its reason (pure)."""
+    """Split ``candidates`` into those that fit ``target`` (and its GPUs, where ``gpu`` names some and ``gpu_of`` a
+    wheel's targets) and those that don't, each with its reason (pure)."""
     accepted: list[Candidate] = []
     rejected: list[WheelRejected] = []
     for candidate in candidates:
@@ -72,11 +79,25 @@ def choose_wheels(
             rejected.append(WheelRejected(candidate, f"needs torch{torch}, and the target has no torch installed"))
         elif torch is not None and target.torch is not None and not torch.contains(target.torch, prereleases=True):
             rejected.append(WheelRejected(candidate, f"needs torch{torch}, not {target.torch}"))
+        elif (problem := _gpu_problem(gpu, (gpu_of or {}).get(candidate.filename))) is not None:
+            rejected.append(WheelRejected(candidate, problem, gpu=True))
         else:
             accepted.append(candidate)
     rank = {tag: position for position, tag in enumerate(target.tag_order)}
     accepted.sort(key=lambda c: (c.name.version, -_tag_rank(c, rank)), reverse=True)
     return accepted, rejected
+
+
+def _gpu_problem(gpu: GpuCheck | None, targets: GpuTargets | None) -> str | None:
+    """Why one of ``gpu``'s GPUs cannot run a wheel holding ``targets``; None when each can, or nothing is known
+    (no GPU to check, no recorded targets, no CUDA code: a ROCm or CPU build)."""
+    if gpu is None or targets is None or not (targets.cuda_sass or targets.cuda_ptx):
+        return None
+    for device in gpu.gpus:
+        problem = cuda_problem(targets, device.capability, device.name)
+        if problem is not None:
+            return problem
+    return None
 
 
 def _tag_rank(candidate: Candidate, rank: Mapping[str, int]) -> int:
@@ -109,6 +130,8 @@ class InstallPlan:
     rejected: list[WheelRejected]
     reason: str = ""  # why this wheel: the torch it admits, the CUDA rule it passed
     installer: Installer = "pip"
+    gpu: GpuCheck | None = None  # the GPUs the wheel was checked against (None: not asked)
+    gpu_targets: GpuTargets | None = None  # the chosen wheel's GPU code, when its metadata records it
 
 
 def plan_install(
@@ -120,8 +143,11 @@ def plan_install(
     extra_index_urls: Sequence[str] = (),
     deadline_s: float | None = DEFAULT_DEADLINE_S,
     deadline_shown_s: float | None = None,
+    gpu: GpuCheck | None = None,
 ) -> InstallPlan:
     """Choose the wheel for ``target`` and the command that installs it without touching torch.
+
+    ``gpu``: the GPUs the wheel must run on (``target_gpu``), checked where a wheel's metadata records its GPU code.
 
     Raises ``NoCompatibleWheel`` when nothing fits, ``IndexUnreachable`` when the index cannot be read (or not
     within ``deadline_s`` for every request together; the message names ``deadline_shown_s`` when given),
@@ -134,13 +160,14 @@ def plan_install(
         check_url(extra, what="extra index URL", schemes=("http", "https", "file"))
 
     def plan() -> InstallPlan:
-        return _plan_install(index_url, project, target, installer, extra_index_urls)
+        return _plan_install(index_url, project, target, installer, extra_index_urls, gpu)
 
     return plan() if deadline_s is None else call_with_deadline(plan, deadline_s, redact(index_url), deadline_shown_s)
 
 
 def _plan_install(
-    index_url: str, project: str, target: Environment, installer: Installer, extra_index_urls: Sequence[str]
+    index_url: str, project: str, target: Environment, installer: Installer, extra_index_urls: Sequence[str],
+    gpu: GpuCheck | None = None,
 ) -> InstallPlan:
     candidates = list_candidates(index_url, project)
     if candidates is None:
@@ -153,8 +180,17 @@ def _plan_install(
             "and that the URL ends in /simple/",
         )
     check_backend(index_url, project, target)
-    torch_of = {c.filename: torch_requirement_of(c, target.markers or None) for c in candidates}
-    accepted, rejected = choose_wheels(candidates, target, torch_of)
+    facts: dict[str, WheelFacts] = {c.filename: wheel_facts(c, target.markers or None) for c in candidates}
+    torch_of = {name: fact.torch for name, fact in facts.items()}
+    gpu_of = {name: fact.gpu for name, fact in facts.items()}
+    accepted, rejected = choose_wheels(candidates, target, torch_of, gpu, gpu_of)
+    if not accepted and rejected and all(r.gpu for r in rejected):
+        raise NoCompatibleWheel(
+            canonicalize_name(project), redact(index_url), target.describe(),
+            [f"{r.candidate.filename}: {r.reason}" for r in rejected],
+            f"no build of {project} for this torch holds GPU code this GPU runs; build it with SASS or PTX for "
+            f"capability {gpu.gpus[0].version if gpu and gpu.gpus else '?'} (e.g. TORCH_CUDA_ARCH_LIST or -gencode) "
+            "and add it to the index. Nothing was installed and torch was not touched.")
     if not accepted:
         available = _available_torch(rejected, torch_of)
         have = f"builds for torch {', '.join(available)}" if available else "no torch-specific builds"
@@ -181,8 +217,12 @@ def _plan_install(
         argv = [target.python, "-m", "pip", "install", "--index-url", url, *extra, *requirements]
     else:
         argv = ["uv", "pip", "install", "--python", target.python, "--index-url", url, *extra, *requirements]
-    return InstallPlan(canonicalize_name(project), best, url, pin, argv, rejected,
-                       _reason(project, best, torch_of.get(best.filename), target), installer)
+    targets = gpu_of.get(best.filename)
+    reason = _reason(project, best, torch_of.get(best.filename), target)
+    if gpu is not None and gpu.gpus and targets is not None and (targets.cuda_sass or targets.cuda_ptx):
+        gpus = ", ".join(f"{device.name} (CUDA capability {device.version})" for device in gpu.gpus)
+        reason += f"; {gpus} runs its GPU code ({targets.describe()})"
+    return InstallPlan(canonicalize_name(project), best, url, pin, argv, rejected, reason, installer, gpu, targets)
 
 
 def _reason(project: str, wheel: Candidate, torch: SpecifierSet | None, target: Environment) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
 from kernelwheel.io.errors import InvalidVariant, InvalidWheel
+from kernelwheel.wheels.entry_runtime import cuda_arch_supports
 from kernelwheel.wheels.fatbin import CUDA_SECTION, ROCM_SECTION, FatbinContents, read_cuda_fatbin, read_offload_bundles
 
 if TYPE_CHECKING:  # pyelftools is imported where a file is read
@@ -32,6 +33,7 @@ FILE_NAME = "gpu_targets.json"  # in the wheel's .dist-info
 LINE_PREFIX = "- GPU code in the binaries (read by hub2wheel): "
 _CUDA_ARCH = re.compile(r"[0-9]{1,2}\.[0-9][af]?")
 _ROCM_ARCH = re.compile(r"gfx[0-9a-z]+(?:-[0-9]+)*(?:-generic)?")
+_LINE = re.compile(r"CUDA SASS (?P<sass>[^;]*); CUDA PTX (?P<ptx>[^;]*); ROCm (?P<rocm>[^;]*)")
 _MAX_TARGETS = 256  # per kind: more is no wheel's, and keeps a hostile .metadata's line small
 
 
@@ -95,6 +97,37 @@ class GpuTargets:
 
 def description_line(targets: GpuTargets) -> str:
     return LINE_PREFIX + targets.describe()
+
+
+def from_description(description: str) -> GpuTargets | None:
+    """The targets a description's line records (``description_line``); None when it has no such line (the wheel
+    was not written by hub2wheel, or its binaries hold no GPU code) or the line is not one it writes."""
+    lines = [line for line in description.splitlines() if line.startswith(LINE_PREFIX)]
+    if len(lines) != 1:
+        return None
+    match = _LINE.fullmatch(lines[0][len(LINE_PREFIX):].strip())
+    if match is None:
+        return None
+    parts = {key: [] if match[key] == "none" else match[key].split(", ") for key in ("sass", "ptx", "rocm")}
+    try:
+        return GpuTargets.from_json({"cuda_sass": parts["sass"], "cuda_ptx": parts["ptx"], "rocm": parts["rocm"]},
+                                    "the description")
+    except InvalidWheel:
+        return None
+
+
+def cuda_runs_on(targets: GpuTargets, capability: tuple[int, int]) -> bool:
+    """Whether some SASS or PTX of ``targets`` runs on a GPU of ``capability`` (CUDA's rule, module docstring)."""
+    return any(cuda_arch_supports(arch, capability) for arch in targets.runtime_archs("cuda"))
+
+
+def cuda_problem(targets: GpuTargets, capability: tuple[int, int], gpu: str) -> str | None:
+    """Why a GPU (``gpu``: how to name it) cannot run ``targets``' CUDA code, in one line; None when it can."""
+    if cuda_runs_on(targets, capability):
+        return None
+    return (f"{gpu} (CUDA capability {capability[0]}.{capability[1]}) runs none of its GPU code: "
+            f"{targets.describe()} (SASS runs on the same major with an equal or newer minor, PTX at or above its "
+            "version)")
 
 
 def declared_mismatch(declared: Sequence[str], targets: GpuTargets, backend: str, where: str) -> str | None:
