@@ -15,10 +15,13 @@ import torch
 
 from kernelwheel.format.variant_pieces import Backend
 from kernelwheel.io.errors import InvalidWheel
+from kernelwheel.wheels.gpu_targets import GpuTargets, from_description
 from kernelwheel.wheels.naming import WheelName, torch_minor
+from kernelwheel.wheels.wheel_contents import WheelContents
 from kernelwheel.wheels.wheel_reader import read_wheel
+from tests.helpers import fatbins
 from tests.helpers.elf import LIBRARY, dynamic_symbols, extracted_library, needed_libraries
-from tools.build.backend import built_backend
+from tools.build.backend import built_backend, retag_built_wheel
 from tools.build.toolkit import backend_tag, nvcc_version
 from tools.build.wheel import BuildFailed, build, selected_abi
 
@@ -124,3 +127,17 @@ def test_abi_switch_is_checked_before_building(monkeypatch: pytest.MonkeyPatch) 
     assert selected_abi(None) == "stable" and selected_abi("classic") == "classic"
     with pytest.raises(BuildFailed, match="the ABI must be one of auto, stable, classic; got 'bogus'"):
         selected_abi("bogus")
+
+
+def test_retag_records_the_gpu_code_of_the_binaries(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """img2gray's own wheel records what its library holds, as hub2wheel records a converted one's."""
+    library = fatbins.built(tmp_path_factory)["sass80_90_ptx90"].read_bytes()
+    info = {"kernel": "img2gray", "version": "0.1.0", "abi": "stable", "requires_torch": "2.10",
+            "backend": {"type": "cuda", "version": "13.0", "tag": "cu130"}}
+    built = WheelContents(WheelName.parse("img2gray-0.1.0-cp39-abi3-linux_x86_64.whl"),
+                          {"name": "img2gray", "version": "0.1.0", "description": "# img2gray\n"},
+                          {"img2gray/_build_info.json": json.dumps(info).encode(), "img2gray/_C.abi3.so": library})
+    final = retag_built_wheel(built)
+    recorded = json.loads(final.files[f"{final.name.dist_info}/gpu_targets.json"])
+    assert recorded == {"cuda_sass": ["8.0", "9.0"], "cuda_ptx": ["9.0"], "rocm": []}
+    assert from_description(str(final.metadata["description"])) == GpuTargets.of(["8.0", "9.0"], ["9.0"])

@@ -8,7 +8,9 @@ through ``kernelwheel.wheels.naming`` / ``kernelwheel.wheels.wheel_reader`` and 
 * distribution ``img2gray-<backend>`` (``cu130``, ``cu128``, ``cpu``), import name unchanged;
 * version ``<build.toml version>+torch<X.Y>`` and ``Requires-Dist: torch==X.Y.*`` for the classic ABI
   (``torch>=X.Y`` and no label for a stable-ABI build);
-* tags as scikit-build-core wrote them (``cp39-abi3-linux_x86_64``); ``auditwheel repair`` sets the platform.
+* tags as scikit-build-core wrote them (``cp39-abi3-linux_x86_64``); ``auditwheel repair`` sets the platform;
+* the GPU code its binaries hold (``kernelwheel.wheels.gpu_targets``), recorded as hub2wheel records it:
+  ``.dist-info/gpu_targets.json`` and, when there is some, one line at the end of the description.
 
 ``prepare_metadata_for_build_wheel`` is deliberately not provided: the name is only known after compiling,
 so frontends take the metadata from the built wheel.
@@ -27,6 +29,8 @@ from scikit_build_core import build as _skbuild
 from kernelwheel.format.variant_pieces import Arch, Backend, Torch, TorchStableAbi
 from kernelwheel.format.variants import Variant
 from kernelwheel.io.errors import InvalidWheel
+from kernelwheel.wheels.elf import is_elf
+from kernelwheel.wheels.gpu_targets import FILE_NAME, GpuTargets, description_line, gpu_targets_of
 from kernelwheel.wheels.naming import framework_requirement_for, torch_minor, wheel_name_for
 from kernelwheel.wheels.wheel_contents import WheelContents
 from kernelwheel.wheels.wheel_reader import read_wheel
@@ -65,6 +69,14 @@ def retag_built_wheel(contents: WheelContents) -> WheelContents:
                           abi_tag=built.abi_tag, platform_tag=built.platform_tag)
     renamed = rename_wheel(contents, name)
     renamed.metadata = build_metadata(name, requires_dist=[framework_requirement_for(variant)], base=renamed.metadata)
+    gpu = GpuTargets()
+    for path, data in sorted(renamed.files.items()):
+        if is_elf(data):
+            gpu = gpu.union(gpu_targets_of(data, f"{name.filename}: {path}"))
+    renamed.files[f"{name.dist_info}/{FILE_NAME}"] = gpu.json_bytes()
+    if gpu:
+        description = str(renamed.metadata.get("description") or "").rstrip("\n")
+        renamed.metadata["description"] = f"{description}\n\n{description_line(gpu)}\n"
     return renamed
 
 

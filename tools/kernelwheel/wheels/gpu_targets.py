@@ -14,6 +14,7 @@ driver) on any capability at or above ``X.Y``.
 
 from __future__ import annotations
 
+import io
 import json
 import mmap
 import re
@@ -159,21 +160,32 @@ def declared_mismatch(declared: Sequence[str], targets: GpuTargets, backend: str
 
 def read_gpu_targets(path: Path, display: str) -> GpuTargets:
     """The GPU code of one ELF file; ``InvalidVariant`` naming ``display`` when a section cannot be read."""
+    try:
+        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return _read(mapped, display)
+    except OSError as exc:
+        raise InvalidVariant(f"{display}: cannot be read: {exc.strerror or exc}") from None
+
+
+def gpu_targets_of(data: bytes, display: str) -> GpuTargets:
+    """The GPU code of an ELF file held in memory (a wheel's member, ``read_wheel``)."""
+    return _read(data, display)
+
+
+def _read(buffer: bytes | mmap.mmap, display: str) -> GpuTargets:
     from elftools.elf.elffile import ELFFile
 
     found = FatbinContents()
     try:
-        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            sections = _sections(ELFFile(cast("IO[bytes]", mapped)), len(mapped), display)
-            with memoryview(mapped) as whole:
-                for name, offset, size in sections:
-                    with whole[offset:offset + size] as data:
-                        reader = read_cuda_fatbin if name == CUDA_SECTION else read_offload_bundles
-                        reader(data, f"{display} ({name})", found)
+        stream = io.BytesIO(buffer) if isinstance(buffer, bytes) else buffer  # an mmap reads and seeks as a file
+        sections = _sections(ELFFile(cast("IO[bytes]", stream)), len(buffer), display)
+        with memoryview(buffer) as whole:
+            for name, offset, size in sections:
+                with whole[offset:offset + size] as data:
+                    reader = read_cuda_fatbin if name == CUDA_SECTION else read_offload_bundles
+                    reader(data, f"{display} ({name})", found)
     except InvalidVariant:
         raise
-    except OSError as exc:
-        raise InvalidVariant(f"{display}: cannot be read: {exc.strerror or exc}") from None
     except Exception as exc:  # pyelftools raises any type on a damaged file
         reason = str(exc).splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise InvalidVariant(f"{display}: unreadable ELF file: {reason}") from None
