@@ -89,6 +89,7 @@ mirror/plan                 the repositories an entry names, a shard's share of 
 mirror/run                  one mirror run: each kernel's new release tags converted as hub2wheel does, then the index
 mirror/state                what the mirror converted: one JSON file per kernel, rewritten atomically after each tag
 cli/arguments               argparse helpers shared by the commands
+cli/command                 what every command does around its work: parser style, error line, exit codes, Ctrl-C
 cli/dispatch                ``kernelwheel <command>``: runs one command; ``kernelwheel --help`` lists them
 cli/hub2wheel               ``hub2wheel`` (``kernelwheel convert``): a Hub kernel's build variants → wheels
 cli/index                   ``kernelwheel index``: a static index for a wheelhouse

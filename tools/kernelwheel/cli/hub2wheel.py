@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kernelwheel.cli import prog
 from kernelwheel.cli.arguments import add_trust_arguments, check_repo_id_argument, path_argument
+from kernelwheel.cli.command import EXIT_OK, command_parser, run_command
 from kernelwheel.format.dependency import Dependency
 from kernelwheel.format.signatures import SignatureOptions
 from kernelwheel.hub.settings import HubSettings, digest_cache_file, elf_verdict_file
@@ -32,7 +32,7 @@ from kernelwheel.io.atomic import (
     stale_temporary_owner,
     sweep_stale_temporaries,
 )
-from kernelwheel.io.console import activity, make_console, print_error, print_skipped, print_step, print_warning
+from kernelwheel.io.console import activity, print_error, print_skipped, print_step, print_warning
 from kernelwheel.io.errors import ToolError
 from kernelwheel.wheels.convert import Options, Report
 from kernelwheel.wheels.dependency_tree import convert_with_dependencies
@@ -68,15 +68,13 @@ exit codes:
        error such as ENOSPC): see "skipped"
   130  interrupted (Ctrl-C); 143 terminated (SIGTERM): no partial file is left either way
 """
-EXIT_OK, EXIT_NOTHING, EXIT_SOME_FAILED, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_NOTHING, EXIT_SOME_FAILED = 1, 3  # and EXIT_OK (0), EXIT_INTERRUPTED (130), as every command
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog("hub2wheel", "convert"),
-        description="Repackage the build variants of a Hub kernel repository (or a local build/) as wheels.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = command_parser(
+        "hub2wheel", "convert",
+        "Repackage the build variants of a Hub kernel repository (or a local build/) as wheels.", EPILOG,
     )
     parser.add_argument("source", nargs="?", help="Hub repo id (org/name) or a local directory holding build/")
     ref = parser.add_mutually_exclusive_group()
@@ -137,9 +135,12 @@ def _print_report(report: Report, console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    console = make_console()
+    # Ctrl-C: every temporary is gone by now (convert waits for its workers to clean up)
+    return run_command(build_parser(), _convert, argv, interrupted=lambda args: (
+        f"interrupted; wheels already in {args.out} are complete, nothing partial was left"))
+
+
+def _convert(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> int:
     if not args.source and not args.lock:
         parser.error("give a SOURCE (org/name or a directory) or --lock kernels.lock")
     try:
@@ -164,26 +165,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    total = Report()
     answer_deadline.forget_unanswered()  # a Hub that did not answer an earlier run in this process is asked again
+    settings = HubSettings.from_env()
+    _quiet_huggingface_hub()  # after from_env: importing huggingface_hub parses the HF_ENDPOINT it refuses
+    options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
+                      variants=VariantFilter(patterns=tuple(args.variant)),
+                      allow_unknown_deps=args.allow_unknown_deps, jobs=args.jobs,
+                      digest_cache=digest_cache_file(settings), verdict_cache=elf_verdict_file(settings),
+                      signatures=SignatureOptions(
+                          trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
+                          require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
     try:
-        settings = HubSettings.from_env()
-        _quiet_huggingface_hub()  # after from_env: importing huggingface_hub parses the HF_ENDPOINT it refuses
-        options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
-                          variants=VariantFilter(patterns=tuple(args.variant)),
-                          allow_unknown_deps=args.allow_unknown_deps, jobs=args.jobs,
-                          digest_cache=digest_cache_file(settings), verdict_cache=elf_verdict_file(settings),
-                          signatures=SignatureOptions(
-                              trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
-                              require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
         with sigterm_exits():
             total = _run(args, parser, options, settings, console)
-    except ToolError as exc:
-        print_error(console, exc)
-        return EXIT_NOTHING
-    except KeyboardInterrupt:  # every temporary is gone by now (convert waits for its workers to clean up)
-        print_error(console, f"interrupted; wheels already in {args.out} are complete, nothing partial was left")
-        return EXIT_INTERRUPTED
     except Terminated as exc:
         print_error(console, f"terminated (SIGTERM); wheels already in {args.out} are complete, nothing partial was "
                              "left")

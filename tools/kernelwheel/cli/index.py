@@ -13,13 +13,13 @@ import json
 from collections.abc import Sequence
 
 from packaging.version import Version
+from rich.console import Console
 
-from kernelwheel.cli import prog
 from kernelwheel.cli.arguments import path_argument
+from kernelwheel.cli.command import command_parser, run_command
 from kernelwheel.index.torch_minors import minor_version
 from kernelwheel.index.writer import write_index
-from kernelwheel.io.console import make_console, print_error, print_step, print_warning
-from kernelwheel.io.errors import ToolError
+from kernelwheel.io.console import print_step, print_warning
 
 
 def _torch_minor(text: str) -> Version:
@@ -29,11 +29,10 @@ def _torch_minor(text: str) -> Version:
     return version
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog("index", "index"),
-        description="Write a static PEP 503 index (with PEP 658 metadata and per-torch sub-indexes) "
-        "for the wheels in a folder.",
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(
+        "index", "index",
+        "Write a static PEP 503 index (with PEP 658 metadata and per-torch sub-indexes) for the wheels in a folder.",
     )
     parser.add_argument("wheelhouse", type=path_argument, help="folder holding the .whl files (e.g. wheelhouse)")
     parser.add_argument(
@@ -56,14 +55,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    console = make_console()
+    return run_command(build_parser(), _index, argv)
+
+
+def _index(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> int:
     print_step(console, f"* Indexing {args.wheelhouse}/ ...")
-    try:
-        report = write_index(args.wheelhouse, extra_torch=args.torch, verify=args.verify)
-    except ToolError as exc:
-        print_error(console, exc)
-        return 1
+    report = write_index(args.wheelhouse, extra_torch=args.torch, verify=args.verify)
     for warning in report.warnings:  # indexed all the same: the owner decides which build to keep
         print_warning(console, warning)
     if args.json:

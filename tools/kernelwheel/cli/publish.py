@@ -7,11 +7,11 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelwheel.cli import prog
+from rich.console import Console
+
 from kernelwheel.cli.arguments import check_repo_id_argument, path_argument
+from kernelwheel.cli.command import command_parser, run_command
 from kernelwheel.hub.settings import HubSettings
-from kernelwheel.io.console import make_console, print_error
-from kernelwheel.io.errors import ToolError
 from kernelwheel.publish.git_transport import GitTransport
 from kernelwheel.publish.hub_transport import HubTransport
 from kernelwheel.publish.plan import Transport
@@ -34,11 +34,9 @@ then: hub2wheel org/img2gray --version '>=0.1,<0.2' --trust-repo org/img2gray
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog("publish", "publish"),
-        description="Publish build/<variant>/ folders to a Hub repository: branch v<major> and tag v<version>.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = command_parser(
+        "publish", "publish",
+        "Publish build/<variant>/ folders to a Hub repository: branch v<major> and tag v<version>.", EPILOG,
     )
     parser.add_argument("repo_id", help="Hub repository id (org/name)")
     parser.add_argument("--version", required=True, help="the release to publish (PEP 440, e.g. 0.1.0)")
@@ -53,23 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    console = make_console()
+    return run_command(build_parser(), _publish, argv)
+
+
+def _publish(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> int:
     if args.git_remote and args.repo_type:
         parser.error("--repo-type applies to the Hub; a --git-remote has no repository type")
     check_repo_id_argument(parser, "REPO_ID", args.repo_id)
-    try:
-        transport: Transport
-        if args.git_remote:
-            transport = GitTransport.from_arg(args.git_remote)
-        else:
-            transport = HubTransport(HubSettings.from_env().api(), args.repo_type or "model")
-        result = publish(args.build_dir, args.repo_id, args.version, transport, dry_run=args.dry_run, console=console)
-    except ToolError as exc:
-        print_error(console, exc)
-        return 1
-    print(result.summary())
+    transport: Transport
+    if args.git_remote:
+        transport = GitTransport.from_arg(args.git_remote)
+    else:
+        transport = HubTransport(HubSettings.from_env().api(), args.repo_type or "model")
+    print(publish(args.build_dir, args.repo_id, args.version, transport, dry_run=args.dry_run, console=console)
+          .summary())
     return 0
 
 

@@ -8,19 +8,21 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from kernelwheel.cli import prog
+from rich.console import Console
+
 from kernelwheel.cli.arguments import path_argument
-from kernelwheel.io.console import make_console, print_error, print_step
+from kernelwheel.cli.command import command_parser, run_command
+from kernelwheel.io.console import print_step
 from kernelwheel.io.errors import ToolError
 from kernelwheel.publish.upload import check_wheels, upload
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog("upload", "upload"),
-        description="Validate wheels (zip, RECORD, METADATA name/version = file name), then twine-upload them.",
-        epilog="example: TWINE_PASSWORD=... kernelwheel upload --repository-url http://127.0.0.1:8080/ "
-        "-u uploader wheelhouse/*.whl",
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(
+        "upload", "upload",
+        "Validate wheels (zip, RECORD, METADATA name/version = file name), then twine-upload them.",
+        "example: TWINE_PASSWORD=... kernelwheel upload --repository-url http://127.0.0.1:8080/ -u uploader "
+        "wheelhouse/*.whl",
     )
     parser.add_argument("wheels", nargs="+", type=path_argument, help="the .whl files")
     parser.add_argument("--repository-url", help="the index's upload URL, e.g. http://127.0.0.1:8080/ (pypiserver)")
@@ -34,20 +36,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    console = make_console()
-    try:
-        if args.check_only:
-            wheels = check_wheels(args.wheels)
-            print_step(console, f"* {len(wheels)} wheels are valid; nothing was uploaded (--check-only)")
-            return 0
-        if not args.repository_url:
-            raise ToolError("--repository-url is required to upload (or pass --check-only)")
-        wheels = upload(args.wheels, args.repository_url, username=args.username, skip_existing=args.skip_existing,
-                        non_interactive=args.non_interactive)
-    except ToolError as exc:
-        print_error(console, exc)
-        return 1
+    return run_command(build_parser(), _upload, argv)
+
+
+def _upload(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> int:
+    if args.check_only:
+        wheels = check_wheels(args.wheels)
+        print_step(console, f"* {len(wheels)} wheels are valid; nothing was uploaded (--check-only)")
+        return 0
+    if not args.repository_url:
+        raise ToolError("--repository-url is required to upload (or pass --check-only)")
+    wheels = upload(args.wheels, args.repository_url, username=args.username, skip_existing=args.skip_existing,
+                    non_interactive=args.non_interactive)
     print_step(console, f"* Uploaded {len(wheels)} wheels to {args.repository_url}")
     return 0
 
