@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -126,10 +126,12 @@ def recorded_refs(settings: HubSettings, repo_id: str) -> ref_listing.RefListing
     return ref_listing.load(listing_path(settings, repo_id))
 
 
-def list_refs(api: HfApi, settings: HubSettings, repo_id: str) -> ref_listing.RefListing:
+def list_refs(api: HfApi, settings: HubSettings, repo_id: str,
+              repo_types: Sequence[str] = REPO_TYPES) -> ref_listing.RefListing:
     """Every tag and branch of ``repo_id``, asked of the Hub and recorded for later offline runs (``recorded_refs``).
+    ``repo_types``: the types to try, in order (a caller that knows the type from an earlier listing puts it first).
     ``RepositoryNotFound`` when no repo type has it; ``HubError`` when the Hub does not answer."""
-    for repo_type in REPO_TYPES:
+    for repo_type in repo_types:
         try:
             git_refs = api.list_repo_refs(repo_id, repo_type=repo_type)
         except Exception as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -28,10 +29,16 @@ def admits_torch_minor(specifier: SpecifierSet | None, minor: Version) -> bool:
     """Whether a wheel requiring ``torch<specifier>`` can be installed next to some torch ``X.Y.*`` release."""
     if specifier is None:
         return True
-    return any(
-        specifier.contains(Version(f"{minor.major}.{minor.minor}.{patch}"), prereleases=True)
-        for patch in range(_MAX_PATCH + 1)
-    )
+    return _admits(str(specifier), minor)
+
+
+@functools.lru_cache(maxsize=4096)
+def _admits(specifier: str, minor: Version) -> bool:
+    """``admits_torch_minor`` for a specifier's text: a wheelhouse has thousands of wheels but a handful of torch
+    requirements, and each answer probes up to a hundred patch releases."""
+    parsed = SpecifierSet(specifier)
+    return any(parsed.contains(Version(f"{minor.major}.{minor.minor}.{patch}"), prereleases=True)
+               for patch in range(_MAX_PATCH + 1))
 
 
 @dataclass(frozen=True)

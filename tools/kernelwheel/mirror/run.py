@@ -10,6 +10,7 @@ asks the Hub for listings only, and downloads and writes no wheel.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ from kernelwheel.format.dependency import Dependency
 from kernelwheel.format.signatures import SignatureOptions
 from kernelwheel.hub import versions
 from kernelwheel.hub.ref_listing import RefListing
-from kernelwheel.hub.settings import HubSettings, digest_cache_file, elf_verdict_file
+from kernelwheel.hub.settings import REPO_TYPES, HubSettings, digest_cache_file, elf_verdict_file
 from kernelwheel.hub.sources import Source, dependency_source, hub_source
 from kernelwheel.hub.trust import TrustPolicy
 from kernelwheel.index.writer import IndexReport, write_index
@@ -35,6 +36,8 @@ from kernelwheel.wheels.selection import VariantFilter
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
+
+_LISTING_THREADS = 8
 
 
 @dataclass
@@ -82,19 +85,11 @@ def run_mirror(config: MirrorConfig, settings: HubSettings, console: Console, *,
     options = Options(out_dir=house, jobs=config.jobs, signatures=signatures,
                       digest_cache=digest_cache_file(settings), verdict_cache=elf_verdict_file(settings))
     api = None if settings.offline else settings.api()
-    seen: set[str] = set()
     with activity(console):  # one progress display for every listing, download and wheel of the run
-        for entry in config.kernels:
-            try:
-                repos = [entry.repo] if entry.repo is not None else repositories(_online(api, settings), entry)
-            except ToolError as exc:
-                report.kernels.append(KernelResult(entry.name, failed=[("", str(exc))]))
-                continue
-            for repo in repos:
-                if repo in seen or (shard is not None and not shard.holds(repo)):
-                    continue  # an earlier entry's, or another shard's
-                seen.add(repo)
-                report.kernels.append(_mirror_kernel(repo, entry, api, settings, options, console))
+        kernels = _kernels(config, api, settings, shard, report)
+        listings = _listings([repo for repo, _ in kernels], api, settings)
+        for repo, entry in kernels:
+            report.kernels.append(_mirror_kernel(repo, entry, listings[repo], settings, options, console))
     if index:
         try:
             report.index = write_index(house)
@@ -109,22 +104,58 @@ def _online(api: HfApi | None, settings: HubSettings) -> HfApi:
     return api
 
 
+def _kernels(config: MirrorConfig, api: HfApi | None, settings: HubSettings, shard: Shard | None,
+             report: MirrorReport) -> list[tuple[str, KernelEntry]]:
+    """Every repository of the configuration (this shard's), with the entry that named it first; an ``org`` whose
+    listing fails is a failed row of ``report``."""
+    kernels: dict[str, KernelEntry] = {}
+    for entry in config.kernels:
+        try:
+            repos = [entry.repo] if entry.repo is not None else repositories(_online(api, settings), entry)
+        except ToolError as exc:
+            report.kernels.append(KernelResult(entry.name, failed=[("", str(exc))]))
+            continue
+        for repo in repos:
+            if shard is None or shard.holds(repo):
+                kernels.setdefault(repo, entry)  # a repository named twice: its first entry
+    return list(kernels.items())
+
+
+def _listings(repos: list[str], api: HfApi | None,
+              settings: HubSettings) -> dict[str, RefListing | ToolError]:
+    """Each repository's tags, asked of the Hub at once, ``_LISTING_THREADS`` at a time (a rerun is mostly these
+    round trips); a failure is kept as that repository's answer."""
+    def one(repo: str) -> RefListing | ToolError:
+        try:
+            return _listing(api, settings, repo)
+        except ToolError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=_LISTING_THREADS, thread_name_prefix="listing") as pool:
+        return dict(zip(repos, pool.map(one, repos)))
+
+
 def _listing(api: HfApi | None, settings: HubSettings, repo: str) -> RefListing:
-    """``repo``'s tags, asked of the Hub (and recorded, as hub2wheel records them); offline, the recorded listing."""
-    if api is not None:
-        return versions.list_refs(api, settings, repo)
+    """``repo``'s tags, asked of the Hub (and recorded, as hub2wheel records them; the repo type the last listing found
+    asked first); offline, the recorded listing."""
     recorded = versions.recorded_refs(settings, repo)
+    if api is not None:
+        known = () if recorded is None else (recorded.repo_type,)
+        order = [*known, *(kind for kind in REPO_TYPES if kind not in known)]
+        return versions.list_refs(api, settings, repo, order)
     if recorded is None:
         raise OfflineCacheMiss(f"{repo}: {settings.offline_reason} and no listing of its tags is recorded")
     return recorded
 
 
-def _mirror_kernel(repo: str, entry: KernelEntry, api: HfApi | None, settings: HubSettings, options: Options,
-                   console: Console) -> KernelResult:
+def _mirror_kernel(repo: str, entry: KernelEntry, listing: RefListing | ToolError, settings: HubSettings,
+                   options: Options, console: Console) -> KernelResult:
     result = KernelResult(repo)
     try:
+        if isinstance(listing, ToolError):
+            raise listing
         state = load_state(options.out_dir, repo)
-        todo = pending(state, releases(_listing(api, settings, repo), entry))
+        todo = pending(state, releases(listing, entry))
     except ToolError as exc:
         result.failed.append(("", str(exc)))
         return result
