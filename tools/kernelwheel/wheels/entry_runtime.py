@@ -1,7 +1,8 @@
 """What a hub2wheel wheel runs when its kernel is imported, for builds that need something done first.
 
 kernels does two things before it imports a build that a plain ``import`` of the build's files cannot: it checks
-``backend.archs`` against the GPU (a clear error instead of CUDA's "no kernel image" at the first call), and it
+``backend.archs`` against the GPU (a clear error instead of CUDA's "no kernel image" at the first call; here the
+archs are those the build's binaries hold, read when the wheel was written, ``gpu_targets``), and it
 imports a build that has ``kernel-depends`` so that ``kernels.get_kernel_dep`` answers while the build is imported.
 For such builds the wheel installs the build's files unchanged as the package named by the build's unique ``id``
 (the module name kernels imports it under), and an entry package under the kernel's own name whose ``__init__.py``
