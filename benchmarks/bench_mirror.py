@@ -241,6 +241,8 @@ def main() -> int:
             for scale in scales:
                 raw += run_scale(scale, repos[:args.kernels * scale], args.tags, args.variants, base / "mirrors",
                                  endpoint, base, so_cache)
+                if args.json:  # after every scale: a long run stopped later keeps what it measured
+                    args.json.write_text(json.dumps(raw, indent=2) + "\n")
     print(table(raw))
     if args.json:
         args.json.write_text(json.dumps(raw, indent=2) + "\n")

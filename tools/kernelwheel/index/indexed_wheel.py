@@ -44,7 +44,8 @@ def _admits(specifier: str, minor: Version) -> bool:
 @dataclass(frozen=True)
 class IndexedWheel:
     """What the index knows about one wheel; kept in the state file so a wheel whose sha256 is unchanged is not
-    validated again (size and mtime are recorded, never trusted)."""
+    validated again (size and mtime are informative: what a rerun trusts is the stat identity the state keeps beside
+    this record, ``index.state.StatIdentity``)."""
 
     filename: str
     size: int

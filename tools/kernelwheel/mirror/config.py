@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 
 from kernelwheel.format.repo_id import repo_id_problem
 from kernelwheel.io.errors import InvalidMirrorConfig
@@ -56,7 +57,7 @@ class KernelEntry:
     def name(self) -> str:
         return self.repo if self.repo is not None else f"{self.org}/*"
 
-    def wants(self, version: Any) -> bool:
+    def wants(self, version: Version) -> bool:
         """Whether release ``version`` matches ``versions`` (``latest`` is chosen among the tags by the caller)."""
         if self.versions is None or self.versions == LATEST:
             return True
