@@ -1,4 +1,4 @@
-"""``kernelwheel verify WHEEL | DISTRIBUTION``: re-verify a wheel hub2wheel wrote from a signed variant.
+"""``kernelwheel verify WHEEL | DISTRIBUTION``: re-verify a wheel hub2wheel wrote (``wheels/verify``, printed).
 
 The wheel's package folder holds the variant's ``metadata.json`` and ``metadata.json.sigstore``: the bundle is
 verified over metadata.json (kernels' signer policies by default, ``--signer-workflow`` and
@@ -16,33 +16,24 @@ unsigned variant gets the same RECORD and digest checks, then fails for want of 
 from __future__ import annotations
 
 import argparse
-import base64
-import hashlib
-import importlib.metadata
 import json
-import os
-import sys
-import tempfile
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
-from kernelwheel.cli import prog
+from rich.console import Console
+
 from kernelwheel.cli.arguments import add_trust_arguments
-from kernelwheel.format.signatures import SignatureOptions, check_package_digest, verify_package
-from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, check_relpath
-from kernelwheel.io.console import make_console, print_error, print_warning
-from kernelwheel.io.errors import DigestMismatch, InvalidWheel, SignatureMissing, ToolError
-from kernelwheel.io.limited_read import file_problem
-from kernelwheel.wheels.gpu_targets import FILE_NAME, GpuTargets, read_recorded
-from kernelwheel.wheels.wheel_reader import unpack_wheel
+from kernelwheel.cli.command import command_parser, run_command
+from kernelwheel.format.signatures import SignatureOptions
+from kernelwheel.io.console import print_warning
+from kernelwheel.wheels.verify import verify_wheel
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog("verify_wheel", "verify"),
-        description="Re-verify the signature (metadata.json.sigstore) and digests of a hub2wheel wheel, as a .whl "
-                    "file or as a distribution installed in this Python. Its RECORD hashes and metadata.json's digest "
-                    "are checked whether it is signed or not.",
+    parser = command_parser(
+        "verify_wheel", "verify",
+        "Re-verify the signature (metadata.json.sigstore) and digests of a hub2wheel wheel, as a .whl file or as a "
+        "distribution installed in this Python. Its RECORD hashes and metadata.json's digest are checked whether it "
+        "is signed or not.",
     )
     parser.add_argument("target", help="a .whl file, or the name of an installed distribution (img2gray-cu130)")
     parser.add_argument("--allow-unsigned", action="store_true",
@@ -54,105 +45,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _kernel_packages(names: Sequence[str]) -> list[str]:
-    """Top-level package folders holding ``metadata.json`` or its bundle, from a file list."""
-    kept = ("metadata.json", SIGSTORE_BUNDLE)
-    return sorted({n.split("/")[0] for n in names if n.count("/") == 1 and n.split("/")[1] in kept})
-
-
-def _verify_packages(root: Path, packages: Sequence[str], where: Callable[[str], str], record: Callable[[], str],
-                     options: SignatureOptions, allow_unsigned: bool) -> list[str]:
-    """One line per package under ``root``: a signed one re-verified (signature, then digest), an unsigned one's
-    digest checked; then ``record()`` (the RECORD check, after the stronger checks, so that their finding is the one
-    reported). Without any signature, ``SignatureMissing`` (unless ``allow_unsigned``) says what did match."""
-    signed = [p for p in packages if (root / p / SIGSTORE_BUNDLE).is_file()]
-    lines = [verify_package(root / p, where(p), options) for p in signed]
-    digests = {p: check_package_digest(root / p, where(p)) or "no metadata.json digest to check"
-               for p in packages if p not in signed}
-    record_line = record()
-    if signed:
-        return lines + [f"{where(p)}: unsigned; {checked}" for p, checked in digests.items()]
-    checked = "; ".join([record_line, *digests.values()])
-    if not allow_unsigned:
-        raise SignatureMissing(f"{where('')}: no <package>/{SIGSTORE_BUNDLE} (built from an unsigned variant?); "
-                               f"{checked}; --allow-unsigned accepts it")
-    return [f"{where('')}: unsigned; {checked}"]
-
-
-def _verify_wheel_file(wheel: Path, options: SignatureOptions,
-                       allow_unsigned: bool) -> tuple[list[str], GpuTargets | None]:
-    with tempfile.TemporaryDirectory(prefix="verify-wheel-") as tmp:
-        names = unpack_wheel(wheel, lambda arcname: Path(tmp) / check_relpath(arcname, wheel.name))
-        record = f"{len(names) - 1} file(s) match their RECORD hashes"  # RECORD itself carries no hash
-        lines = _verify_packages(Path(tmp), _kernel_packages(names), lambda p: f"{wheel.name}:{p}".rstrip(":"),
-                                 lambda: record, options, allow_unsigned)
-        recorded = [n for n in names if n.count("/") == 1 and n.endswith(f".dist-info/{FILE_NAME}")]
-        data = (Path(tmp) / recorded[0]).read_bytes() if len(recorded) == 1 else None
-        return lines, read_recorded(data, f"{wheel.name}:{recorded[0]}" if recorded else wheel.name)
-
-
-def _check_record(dist: importlib.metadata.Distribution, label: str) -> str:
-    """Every installed file RECORD lists with a hash, hashed again; ``DigestMismatch`` names those that differ."""
-    bad, checked = [], 0
-    for file in dist.files or []:
-        if file.hash is None:
-            continue
-        path = Path(str(dist.locate_file(file)))
-        try:
-            if file.hash.mode not in hashlib.algorithms_guaranteed:
-                raise DigestMismatch(f"{label}: RECORD names hash {file.hash.mode!r} for {file}")
-            hasher = hashlib.new(file.hash.mode)
-            with open(path, "rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    hasher.update(chunk)
-        except FileNotFoundError:
-            bad.append(f"{file} is in RECORD but missing")
-            continue
-        checked += 1
-        if base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode() != file.hash.value:
-            bad.append(f"{file} does not match its RECORD hash")
-    if bad:
-        raise DigestMismatch(f"{label}: {'; '.join(bad)}")
-    return f"{checked} file(s) match their RECORD hashes"
-
-
-def _verify_installed(name: str, options: SignatureOptions,
-                      allow_unsigned: bool) -> tuple[list[str], GpuTargets | None]:
-    try:
-        dist = importlib.metadata.distribution(name)
-    except (importlib.metadata.PackageNotFoundError, ValueError):  # ValueError: an empty name
-        raise InvalidWheel(f"{name!r} is neither a .whl file nor a distribution installed in {sys.prefix}") from None
-    label = f"{dist.metadata['Name']} {dist.version}"
-    root = Path(str(dist.locate_file("")))
-    packages = _kernel_packages([Path(str(f)).as_posix() for f in dist.files or []])
-    lines = _verify_packages(root, packages, lambda p: f"{label} ({p})" if p else label,
-                             lambda: _check_record(dist, label), options, allow_unsigned)
-    recorded = dist.read_text(FILE_NAME)  # checked against RECORD above, with every installed file
-    return lines, read_recorded(recorded.encode() if recorded is not None else None, f"{label} ({FILE_NAME})")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    console = make_console()
+    return run_command(build_parser(), _verify, argv)
+
+
+def _verify(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> int:
     options = SignatureOptions(trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
                                require_signature=True, warn=lambda m: print_warning(console, m))
-    try:
-        options.validate()
-        target = Path(args.target)
-        if target.suffix == ".whl" or os.path.isfile(target):  # os.path: False, not OSError, for a name too long
-            if (problem := file_problem(target)) is not None:
-                raise InvalidWheel(f"{target}: {problem}")
-            lines, gpu = _verify_wheel_file(target, options, args.allow_unsigned)
-        else:
-            lines, gpu = _verify_installed(args.target, options, args.allow_unsigned)
-    except ToolError as exc:
-        print_error(console, exc)
-        return 1
+    result = verify_wheel(args.target, options, allow_unsigned=args.allow_unsigned)
     if args.json:
-        print(json.dumps({"target": args.target, "verified": lines,
+        gpu = result.gpu_targets
+        print(json.dumps({"target": args.target, "verified": result.lines,
                           "gpu_targets": gpu.to_json() if gpu is not None else None}, indent=2))
         return 0
-    for line in lines:
+    for line in result.lines:
         print(line)
     return 0
 
