@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from kernelwheel.io.errors import InvalidVariant
 from kernelwheel.wheels.fatbin import MAX_ENTRIES, arch_name, read_cuda_fatbin, read_offload_bundles
 from kernelwheel.wheels.gpu_targets import read_gpu_targets
 from tests.helpers import fatbins
+from tests.helpers.peak_rss import run_with_peak_mib
 
 
 @pytest.fixture(scope="session")
@@ -167,3 +169,17 @@ def test_damaged_bundles_never_crash(noise: bytes) -> None:
             read_offload_bundles(data, "x.so")
         except InvalidVariant as exc:
             assert "\n" not in str(exc)
+
+
+def test_a_large_section_is_read_without_copying_it(tmp_path: Path) -> None:
+    """96 MiB of GPU code in three entries: only their headers are read (the file is mapped, never copied)."""
+    big = b"\0" * (32 << 20)
+    section = fatbins.container([fatbins.entry(2, 80, big), fatbins.entry(2, 90, big), fatbins.entry(1, 90, big)])
+    so = fatbins.elf_with_section(tmp_path, "big", ".nv_fatbin", section)
+    del big, section
+    script = ("import sys; from pathlib import Path; from kernelwheel.wheels.gpu_targets import read_gpu_targets; "
+              "print(read_gpu_targets(Path(sys.argv[1]), 'big.so').describe())")
+    ran, peak = run_with_peak_mib([sys.executable, "-c", script, str(so)], tmp_path / "peak")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "CUDA SASS 8.0, 9.0; CUDA PTX 9.0; ROCm none"
+    assert peak < 80, f"peak RSS {peak:.0f} MiB for a 96 MiB section"
