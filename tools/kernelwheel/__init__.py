@@ -52,6 +52,7 @@ wheels/convert              the pipeline's run: a source's variants, each checke
 wheels/dependency_tree      a kernel with its kernel-depends: every dependency first, once per run, no cycles
 wheels/dependency_wheels    the wheels a kernel's kernel-depends became, and the Requires-Dist lines pointing at them
 wheels/elf                  what a kernel's .so files require (CPU, symbol versions, Python ABI), and so its wheel tags
+wheels/kernel_conversion    a kernel converted from what a user names (repository, folder, lock), kernel-depends first
 wheels/entry_package        the entry package of a wheel whose build must not be imported directly
 wheels/entry_runtime        what such an entry package runs when its kernel is imported (copied into the wheels)
 wheels/fatbin               the GPU code in a .so: CUDA fat binary containers and ROCm offload bundles, parsed bounded

@@ -11,31 +11,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 
 from kernelwheel.cli.arguments import add_trust_arguments, check_repo_id_argument, path_argument
 from kernelwheel.cli.command import EXIT_OK, command_parser, run_command
-from kernelwheel.format.dependency import Dependency
 from kernelwheel.format.signatures import SignatureOptions
 from kernelwheel.hub.settings import HubSettings, digest_cache_file, elf_verdict_file
-from kernelwheel.hub.sources import Source, dependency_source, hub_source, local_source, lock_sources
 from kernelwheel.hub.trust import TrustPolicy
 from kernelwheel.hub.versions import parse_version_spec
 from kernelwheel.io import answer_deadline
 from kernelwheel.io.atomic import (
     Terminated,
-    check_writable_directory,
     sigterm_exits,
-    stale_temporary_owner,
-    sweep_stale_temporaries,
 )
-from kernelwheel.io.console import activity, print_error, print_skipped, print_step, print_warning
+from kernelwheel.io.console import print_error, print_skipped, print_warning
 from kernelwheel.io.errors import ToolError
 from kernelwheel.wheels.convert import Options, Report
-from kernelwheel.wheels.dependency_tree import convert_with_dependencies
+from kernelwheel.wheels.kernel_conversion import KernelRequest, convert_kernel, is_local
 from kernelwheel.wheels.naming import parse_version, validate_kernel_name
 from kernelwheel.wheels.selection import VariantFilter
 
@@ -105,25 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser, settings: HubSettings,
-             trust: TrustPolicy, console: Console) -> Iterable[Source]:
-    given = args.kernel_version is not None  # the version is named: no tag listing needed for it
-    if args.lock:
-        return lock_sources(settings, args.lock, repo_id=args.source, trust=trust, console=console,
-                            kernel_version_given=given)
-    if _is_local(args.source):
-        if args.revision or args.version:
-            parser.error("--revision/--version apply to Hub repositories, not to a local directory")
-        return [local_source(Path(args.source))]
-    return [hub_source(settings, args.source, revision=args.revision, version_spec=args.version,
-                       variant_globs=args.variant, trust=trust, console=console, kernel_version_given=given)]
-
-
-def _is_local(source: str) -> bool:
-    """SOURCE names a directory (it exists, or it is spelled as a path), not a Hub repository."""
-    return os.path.isdir(source) or source.startswith((".", "/"))  # os.path: False, not OSError, for a name too long
-
-
 def _print_report(report: Report, console: Console) -> None:
     for name, reason in report.skipped:
         print_skipped(console, name, reason)
@@ -152,7 +128,7 @@ def _convert(args: argparse.Namespace, parser: argparse.ArgumentParser, console:
     # Repository ids are usage errors, so they are checked before --out is swept or anything is fetched.
     if args.lock and args.source is not None:
         check_repo_id_argument(parser, "SOURCE (with --lock)", args.source)
-    elif not args.lock and not _is_local(args.source):
+    elif not args.lock and not is_local(args.source):
         check_repo_id_argument(parser, "SOURCE", args.source, " (and no directory of that name exists)")
     for repo_id in args.trust_repo:
         check_repo_id_argument(parser, "--trust-repo", repo_id)
@@ -175,9 +151,13 @@ def _convert(args: argparse.Namespace, parser: argparse.ArgumentParser, console:
                       signatures=SignatureOptions(
                           trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
                           require_signature=args.require_signature, warn=lambda m: print_warning(console, m)))
+    if args.source is not None and is_local(args.source) and not args.lock and (args.revision or args.version):
+        parser.error("--revision/--version apply to Hub repositories, not to a local directory")
+    request = KernelRequest(source=args.source, revision=args.revision, version=args.version, lock=args.lock,
+                            trust=TrustPolicy(trust_all=args.trust_remote_code, repo_ids=frozenset(args.trust_repo)))
     try:
         with sigterm_exits():
-            total = _run(args, parser, options, settings, console)
+            total = convert_kernel(request, options, console, settings)
     except Terminated as exc:
         print_error(console, f"terminated (SIGTERM); wheels already in {args.out} are complete, nothing partial was "
                              "left")
@@ -203,24 +183,6 @@ def _print_path(path: Path) -> None:
     sys.stdout.flush()
     sys.stdout.buffer.write(os.fsencode(path) + b"\n")
     sys.stdout.buffer.flush()
-
-
-def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, options: Options, settings: HubSettings,
-         console: Console) -> Report:
-    check_writable_directory(args.out, "--out")
-    for stale in sweep_stale_temporaries(args.out):
-        print_step(console, f"removed {stale.name} from {args.out}: a temporary left by process "
-                            f"{stale_temporary_owner(stale.name)}, which is gone")
-    options.signatures.validate()
-    with activity(console):  # one progress display for every download and wheel of the run
-        trust = TrustPolicy(trust_all=args.trust_remote_code, repo_ids=frozenset(args.trust_repo))
-
-        def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
-            return dependency_source(settings, dependency, variant_globs=args.variant, trust=trust,
-                                     console=console, kernel_version_given=args.kernel_version is not None)
-
-        return convert_with_dependencies(_sources(args, parser, settings, trust, console), options, resolve,
-                                         console)
 
 
 if __name__ == "__main__":
