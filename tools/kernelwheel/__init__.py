@@ -100,4 +100,133 @@ cli/install_command         ``kernelwheel install-command``: the pip/uv command 
 cli/publish                 ``kernelwheel publish``: build/<variant>/ folders → a Hub repository under a version
 cli/upload                  ``kernelwheel upload``: wheels checked, then uploaded with twine
 cli/verify_wheel            ``kernelwheel verify``: re-verify a wheel hub2wheel wrote from a signed variant
+
+The public API is the names in ``__all__`` below (docs/api.md documents each; a test keeps the two equal); every
+other name, in any module, is internal and may change in any release. They are imported on first use, so that
+``import kernelwheel`` (and each command's start-up) pays for no library it does not use.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name → the module that defines it (the commands import the same objects from there).
+_API: dict[str, str] = {
+    # convert a kernel: what to convert, how, and what became of each variant
+    "convert_kernel": "wheels.kernel_conversion",
+    "KernelRequest": "wheels.kernel_conversion",
+    "Options": "wheels.convert",
+    "Report": "wheels.convert",
+    "VariantFilter": "wheels.selection",
+    "TrustPolicy": "hub.trust",
+    "SignatureOptions": "format.signatures",
+    "HubSettings": "hub.settings",
+    # verify a wheel hub2wheel wrote
+    "verify_wheel": "wheels.verify",
+    "Verification": "wheels.verify",
+    # write a static index
+    "write_index": "index.writer",
+    "IndexReport": "index.writer",
+    # plan an install that keeps torch
+    "plan_install": "index.install_plan",
+    "InstallPlan": "index.install_plan",
+    "Environment": "index.target_environment",
+    # keep a private index in step with the Hub
+    "load_config": "mirror.config",
+    "MirrorConfig": "mirror.config",
+    "run_mirror": "mirror.run",
+    "MirrorReport": "mirror.run",
+    "Shard": "mirror.plan",
+    # the errors: every failure a user can act on is a ToolError, its message one line
+    "ToolError": "io.errors",
+    "HubError": "io.errors",
+    "RepositoryNotFound": "io.errors",
+    "RevisionNotFound": "io.errors",
+    "UntrustedPublisher": "io.errors",
+    "InvalidVariant": "io.errors",
+    "SignatureInvalid": "io.errors",
+    "SignatureMissing": "io.errors",
+    "DigestMismatch": "io.errors",
+    "InvalidWheel": "io.errors",
+    "NoCompatibleWheel": "io.errors",
+    "IndexUnreachable": "io.errors",
+    "InvalidMirrorConfig": "io.errors",
+}
+__all__ = [  # the keys of _API (a test checks it), spelled out for type checkers and linters
+    "DigestMismatch",
+    "Environment",
+    "HubError",
+    "HubSettings",
+    "IndexReport",
+    "IndexUnreachable",
+    "InstallPlan",
+    "InvalidMirrorConfig",
+    "InvalidVariant",
+    "InvalidWheel",
+    "KernelRequest",
+    "MirrorConfig",
+    "MirrorReport",
+    "NoCompatibleWheel",
+    "Options",
+    "Report",
+    "RepositoryNotFound",
+    "RevisionNotFound",
+    "Shard",
+    "SignatureInvalid",
+    "SignatureMissing",
+    "SignatureOptions",
+    "ToolError",
+    "TrustPolicy",
+    "UntrustedPublisher",
+    "VariantFilter",
+    "Verification",
+    "convert_kernel",
+    "load_config",
+    "plan_install",
+    "run_mirror",
+    "verify_wheel",
+    "write_index",
+]
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each on first use
+    from kernelwheel.format.signatures import SignatureOptions
+    from kernelwheel.hub.settings import HubSettings
+    from kernelwheel.hub.trust import TrustPolicy
+    from kernelwheel.index.install_plan import InstallPlan, plan_install
+    from kernelwheel.index.target_environment import Environment
+    from kernelwheel.index.writer import IndexReport, write_index
+    from kernelwheel.io.errors import (
+        DigestMismatch,
+        HubError,
+        IndexUnreachable,
+        InvalidMirrorConfig,
+        InvalidVariant,
+        InvalidWheel,
+        NoCompatibleWheel,
+        RepositoryNotFound,
+        RevisionNotFound,
+        SignatureInvalid,
+        SignatureMissing,
+        ToolError,
+        UntrustedPublisher,
+    )
+    from kernelwheel.mirror.config import MirrorConfig, load_config
+    from kernelwheel.mirror.plan import Shard
+    from kernelwheel.mirror.run import MirrorReport, run_mirror
+    from kernelwheel.wheels.convert import Options, Report
+    from kernelwheel.wheels.kernel_conversion import KernelRequest, convert_kernel
+    from kernelwheel.wheels.selection import VariantFilter
+    from kernelwheel.wheels.verify import Verification, verify_wheel
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'kernelwheel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"kernelwheel.{_API[name]}"), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
