@@ -55,15 +55,16 @@ class IndexedWheel:
     requires_python: str | None
     torch: str | None  # the specifier of ``Requires-Dist: torch`` ("==2.14.*", ">=2.10"), None without one
 
-    @property
+    # Parsed once per wheel (cached_property: a wheelhouse of thousands asks each many times a run), never compared.
+    @functools.cached_property
     def name(self) -> WheelName:
         return WheelName.parse(self.filename)
 
-    @property
+    @functools.cached_property
     def project(self) -> str:
         return canonicalize_name(self.name.distribution)
 
-    @property
+    @functools.cached_property
     def torch_specifier(self) -> SpecifierSet | None:
         return None if self.torch is None else SpecifierSet(self.torch)
 
