@@ -22,15 +22,6 @@ T214 = "img2gray_cu130-0.1.0+torch2.14-cp39-abi3-manylinux_2_28_x86_64.whl"
 
 
 @pytest.fixture
-def wheelhouse(tmp_path: Path) -> Path:
-    house = tmp_path / "wheelhouse"
-    standin.write_standin(house, torch="2.13")
-    standin.write_standin(house, torch="2.14")
-    standin.write_standin(house, torch=None, stable_abi_floor="2.10", distribution="img2gray-stable-cu130")
-    return house
-
-
-@pytest.fixture
 def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """Files written a moment ago count as settled (by default they are hashed again once, RACY_WINDOW_NS later)."""
     monkeypatch.setattr(state, "RACY_WINDOW_NS", 0)

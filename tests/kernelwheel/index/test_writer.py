@@ -41,15 +41,6 @@ def released_from(first: str) -> list[str]:
     return [torch_label(m) for m in released_torch_minors() if m >= Version(first)]
 
 
-@pytest.fixture
-def wheelhouse(tmp_path: Path) -> Path:
-    house = tmp_path / "wheelhouse"
-    standin.write_standin(house, torch="2.13")
-    standin.write_standin(house, torch="2.14")
-    standin.write_standin(house, torch=None, stable_abi_floor="2.10", distribution="img2gray-stable-cu130")
-    return house
-
-
 def links(page: Path) -> dict[str, tuple[Path, str, str]]:
     """filename → (file the href resolves to, sha256 fragment, the other attributes)."""
     found = {}
