@@ -35,7 +35,7 @@ def test_each_shard_converts_without_the_index_and_one_last_job_writes_it() -> N
     run = workflows.step_running(convert, "kernelwheel mirror")["run"]
     argv = shlex.split(run.replace("${{ matrix.shard }}", "2").replace("${{ strategy.job-total }}", str(len(shards))))
     assert argv[:2] == ["kernelwheel", "mirror"]
-    args = mirror_cli._parser().parse_args(argv[2:])  # the command line the job runs parses as the mirror's own
+    args = mirror_cli.build_parser().parse_args(argv[2:])  # the command line the job runs parses as the mirror's own
     assert (args.shard.index, args.shard.count, args.no_index) == (2, 4, True)
     assert index["needs"] == "convert" and index["if"] == "${{ !cancelled() }}"
     assert workflows.step_running(index, "kernelwheel index")["run"] == "kernelwheel index wheelhouse"

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.version import Version
+from rich.console import Console
 
-from kernelwheel.cli import prog
+from kernelwheel.cli.command import command_parser, run_command
 from kernelwheel.index.indexed_wheel import check_project_name
 from kernelwheel.index.install_command_line import (
     PASSWORD_ENV,
@@ -39,7 +40,7 @@ from kernelwheel.index.install_plan import DEFAULT_DEADLINE_S, plan_install
 from kernelwheel.index.target_environment import Environment
 from kernelwheel.index.target_gpu import GpuCheck, from_argument, parse_capability
 from kernelwheel.index.target_gpu import probe as probe_gpus
-from kernelwheel.io.console import make_console, print_error, print_step
+from kernelwheel.io.console import print_error, print_step
 from kernelwheel.io.errors import ToolError, TorchNotInstalled
 from kernelwheel.io.urls import redact
 
@@ -71,11 +72,11 @@ def _capability(text: str) -> str:
     return text.strip()
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog("install_command", "install-command"),
-        description="Print (or run) the pip/uv command that installs a project's wheel for the torch already "
-        "installed, with torch pinned so the installer cannot change it.",
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(
+        "install_command", "install-command",
+        "Print (or run) the pip/uv command that installs a project's wheel for the torch already installed, with "
+        "torch pinned so the installer cannot change it.",
     )
     parser.add_argument("project", help="distribution name, e.g. img2gray-cu130")
     parser.add_argument("--index-url", required=True, help="the index root, e.g. http://127.0.0.1:8080/simple/")
@@ -95,8 +96,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    return run_command(build_parser(), _install_command, argv)
+
+
+def _install_command(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> int:
     try:
         check_project_name(args.project)  # a usage error, before the target is probed
     except ToolError as exc:
@@ -107,30 +110,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not uv:
             parser.error(f"--installer uv --run: uv is neither on PATH nor beside {sys.executable}; install it "
                          "(pip install uv) or use --installer pip")
-    console = make_console()
     index_url = with_password(args.index_url, os.environ.get(PASSWORD_ENV))
     deadline = time.monotonic() + args.timeout  # one deadline for probing the target and reading the index
-    try:
-        target = Environment.probe(args.python, timeout_s=args.timeout)
-        if args.torch is not None:
-            target = Environment(target.python, target.python_version, args.torch, target.tags, target.cuda,
-                                 tag_order=target.tag_order, markers=target.markers)
-        if target.torch is None:
-            raise TorchNotInstalled(
-                f"{args.python} has no torch installed, so no build can be matched to it; install torch first "
-                "(e.g. pip install torch==2.14.1) or pass --torch X.Y.Z"
-            )
-        print_step(console, f"* {target.describe()} ({args.python})")
-        gpu: GpuCheck = from_argument(args.gpu_arch) if args.gpu_arch else probe_gpus(
-            timeout_s=max(min(deadline - time.monotonic(), 20), 1))
-        print_step(console, f"* {gpu.describe()}")
-        plan = plan_install(
-            index_url, args.project, target, installer=args.installer, extra_index_urls=args.extra_index_url,
-            deadline_s=deadline - time.monotonic(), deadline_shown_s=args.timeout, gpu=gpu,
+    target = Environment.probe(args.python, timeout_s=args.timeout)
+    if args.torch is not None:
+        target = Environment(target.python, target.python_version, args.torch, target.tags, target.cuda,
+                             tag_order=target.tag_order, markers=target.markers)
+    if target.torch is None:
+        raise TorchNotInstalled(
+            f"{args.python} has no torch installed, so no build can be matched to it; install torch first "
+            "(e.g. pip install torch==2.14.1) or pass --torch X.Y.Z"
         )
-    except ToolError as exc:
-        print_error(console, exc)
-        return 1
+    print_step(console, f"* {target.describe()} ({args.python})")
+    gpu: GpuCheck = from_argument(args.gpu_arch) if args.gpu_arch else probe_gpus(
+        timeout_s=max(min(deadline - time.monotonic(), 20), 1))
+    print_step(console, f"* {gpu.describe()}")
+    plan = plan_install(
+        index_url, args.project, target, installer=args.installer, extra_index_urls=args.extra_index_url,
+        deadline_s=deadline - time.monotonic(), deadline_shown_s=args.timeout, gpu=gpu,
+    )
     for item in plan.rejected:
         print_step(console, f"  skipped {item.candidate.filename}: {item.reason}")
     print_step(console, f"* {plan.project}: {plan.wheel.filename} from {redact(plan.index_url)}")
@@ -157,11 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print_error(console, f"cannot run {command[0]}: {exc.strerror or exc}")
         return 1
-    try:
-        after = Environment.probe(args.python).torch
-    except ToolError as exc:
-        print_error(console, exc)
-        return 1
+    after = Environment.probe(args.python).torch
     if after != target.torch:
         print_error(console, f"torch changed from {target.torch} to {after}; this is a bug in the pin")
         return 1

@@ -14,18 +14,18 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelwheel.cli import prog
+from rich.console import Console
+
 from kernelwheel.cli.arguments import path_argument
+from kernelwheel.cli.command import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command_parser, run_command
 from kernelwheel.hub.settings import HubSettings
 from kernelwheel.io import answer_deadline
 from kernelwheel.io.atomic import Terminated, sigterm_exits
-from kernelwheel.io.console import make_console, print_error, print_step, print_warning
+from kernelwheel.io.console import print_error, print_step, print_warning
 from kernelwheel.io.errors import ToolError
 from kernelwheel.mirror.config import MirrorConfig, load_config
 from kernelwheel.mirror.plan import Shard
 from kernelwheel.mirror.run import MirrorReport, run_mirror, signature_options
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 EPILOG = """\
 example configuration (mirror.toml):
@@ -50,13 +50,11 @@ def _shard(text: str) -> Shard:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--shard: ")) from None
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog("mirror", "mirror"),
-        description="Keep a private index in sync with Hub kernels: convert the release tags not converted yet, "
-        "then update the index.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(
+        "mirror", "mirror",
+        "Keep a private index in sync with Hub kernels: convert the release tags not converted yet, then update the "
+        "index.", EPILOG,
     )
     parser.add_argument("config", type=path_argument, help="the configuration file (TOML; docs/mirror.md)")
     parser.add_argument("--shard", type=_shard, metavar="K/N",
@@ -69,15 +67,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    console = make_console()
+    return run_command(build_parser(), _mirror, argv, interrupted=lambda args: (
+        "interrupted; every release converted so far is recorded, the next run goes on from there"))
+
+
+def _mirror(args: argparse.Namespace, parser: argparse.ArgumentParser, console: Console) -> int:
     answer_deadline.forget_unanswered()  # a Hub that did not answer an earlier run in this process is asked again
     try:
         config = load_config(args.config)
         signatures = signature_options(config, lambda message: print_warning(console, message))
         signatures.validate()
         settings = HubSettings.from_env()
-    except ToolError as exc:
+    except ToolError as exc:  # the configuration is this command's input: a usage error
         print_error(console, exc)
         return EXIT_USAGE
     _quiet_huggingface_hub()
@@ -85,12 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         with sigterm_exits():
             report = run_mirror(config, settings, console, signatures=signatures, shard=args.shard,
                                 index=not args.no_index)
-    except ToolError as exc:
-        print_error(console, exc)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        print_error(console, "interrupted; every release converted so far is recorded, the next run goes on from there")
-        return EXIT_INTERRUPTED
     except Terminated as exc:
         print_error(console, "terminated (SIGTERM); every release converted so far is recorded, the next run goes on "
                              "from there")
