@@ -64,7 +64,11 @@ def test_plan_variant_writes_nothing(flat_repo: Path, tmp_path: Path) -> None:
     contents = plan_variant(Variant.parse(CPU_VARIANT), source, options).contents
     assert contents.name.filename == "img2gray_cpu-0.3.0+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl"
     assert sorted(contents.files) == ["img2gray/__init__.py", "img2gray/_img2gray_cpu_abc1234.abi3.so",
-                                      "img2gray/_ops.py", "img2gray/metadata.json"]
+                                      "img2gray/_ops.py", "img2gray/metadata.json",
+                                      "img2gray_cpu-0.3.0+torch2.13.dist-info/gpu_targets.json"]
+    # a CPU build's binaries hold no GPU code, and the wheel says so (wheels/gpu_targets)
+    assert json.loads(contents.files["img2gray_cpu-0.3.0+torch2.13.dist-info/gpu_targets.json"]) == \
+        {"cuda_sass": [], "cuda_ptx": [], "rocm": []}
     # files are streamed from the variant when the wheel is written, not read into memory here
     assert contents.files["img2gray/_ops.py"] == source.build_dir / CPU_VARIANT / "_ops.py"
     assert not contents.root_is_purelib
