@@ -70,7 +70,7 @@ class GitTransport:
     def push(self, plan: Plan, staging: Path, remote: RemoteRefs, console: Console) -> str:
         base = plan.branch if plan.branch in remote.branches else BASE_BRANCH
         what = f"{plan.repo_id} on {self.url}"
-        with tempfile.TemporaryDirectory(prefix="img2gray-publish-clone-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="kernelwheel-publish-clone-") as tmp:
             clone = Path(tmp) / "repo"
             # A repository with no branch at all (a fresh `git init --bare`) is cloned empty: the version branch
             # becomes its first commit. check_remote refused one that has branches but not the base.

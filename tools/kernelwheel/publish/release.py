@@ -65,7 +65,7 @@ def publish(
     """Verify ``build_dir``'s variants, then put them on branch ``v<major>`` and tag ``v<version>`` of ``repo_id``."""
     console = console or make_console()
     version = release_version(version)
-    with tempfile.TemporaryDirectory(prefix="img2gray-publish-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kernelwheel-publish-") as tmp:
         staging = Path(tmp) / "build"
         staging.mkdir()
         variants = stage_build(build_dir, staging, version, repo_id.split("/")[-1])

@@ -42,9 +42,9 @@ from kernelwheel.wheels.wheel_contents import CHUNK, Member, Source, WheelConten
 
 # 1980-01-02: the earliest date a zip file holds in every timezone.
 _FIXED_DATE_TIME = (1980, 1, 2, 0, 0, 0)
-GENERATOR = "img2gray-tools"
+GENERATOR = "kernelwheel"
 # Bumped whenever the bytes this module writes for the same input change (layout, levels, the store rule).
-WRITER_FORMAT = 2
+WRITER_FORMAT = 3  # 3: the WHEEL file names kernelwheel as its Generator
 # zlib's fast mode: 1.3-3x the speed of the default level 6 on CUDA objects for 1-10 % more bytes (benchmarks/NOTES.md).
 DEFLATE_LEVEL = 1
 # Members up to this size are always deflated (cheap); larger ones are deflated only when a sample shrinks enough.
