@@ -1,6 +1,7 @@
 """One mirror run: for each kernel of the configuration (this shard's share), list its release tags, convert those not
-converted yet exactly as hub2wheel does (``hub.sources.hub_source`` → ``wheels.dependency_tree``), record each in the
-kernel's state as soon as it is done, then update the index (``index.writer``, which reads only what changed).
+converted yet exactly as hub2wheel does (``hub.sources.hub_source`` → ``wheels.kernel_conversion.convert_sources``),
+record each in the kernel's state as soon as it is done, then update the index (``index.writer``, which reads only
+what changed).
 
 A kernel that fails (the Hub, its publisher not trusted, every variant refused) is reported and the run goes on with
 the next; a release tag with a failed variant is not recorded, so the next run tries it again. A run with nothing new
@@ -16,12 +17,11 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from kernelwheel.format.dependency import Dependency
 from kernelwheel.format.signatures import SignatureOptions
 from kernelwheel.hub import versions
 from kernelwheel.hub.ref_listing import RefListing
 from kernelwheel.hub.settings import REPO_TYPES, HubSettings, digest_cache_file, elf_verdict_file
-from kernelwheel.hub.sources import Source, dependency_source, hub_source
+from kernelwheel.hub.sources import hub_source
 from kernelwheel.hub.trust import TrustPolicy
 from kernelwheel.index.writer import IndexReport, write_index
 from kernelwheel.io.atomic import check_writable_directory, sweep_stale_temporaries
@@ -31,7 +31,7 @@ from kernelwheel.mirror.config import KernelEntry, MirrorConfig
 from kernelwheel.mirror.plan import Release, Shard, pending, releases, repositories
 from kernelwheel.mirror.state import STATE_FOLDER, Converted, KernelState, load_state, save_state
 from kernelwheel.wheels.convert import Options, Report
-from kernelwheel.wheels.dependency_tree import convert_with_dependencies
+from kernelwheel.wheels.kernel_conversion import convert_sources
 from kernelwheel.wheels.selection import VariantFilter
 
 if TYPE_CHECKING:
@@ -183,11 +183,7 @@ def _convert(repo: str, release: Release, entry: KernelEntry, trust: TrustPolicy
     """One release tag, converted as ``hub2wheel REPO --revision TAG --variant ... --trust-repo ...`` would."""
     source = hub_source(settings, repo, revision=release.tag, variant_globs=entry.variants, trust=trust,
                         console=console)
-
-    def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
-        return dependency_source(settings, dependency, variant_globs=entry.variants, trust=trust, console=console)
-
-    return convert_with_dependencies([source], options, resolve, console)
+    return convert_sources([source], options, trust, settings, console)
 
 
 def _record(result: KernelResult, state: KernelState, release: Release, converted: Report, options: Options) -> None:

@@ -58,15 +58,22 @@ def convert_kernel(request: KernelRequest, options: Options, console: Console | 
                             f"{stale_temporary_owner(stale.name)}, which is gone")
     options.signatures.validate()
     given = options.kernel_version is not None  # the version is named: no tag listing needed for it
-    globs = options.variants.patterns
     with activity(console):  # one progress display for every download and wheel of the run
+        return convert_sources(_sources(request, settings, options.variants.patterns, given, console), options,
+                               request.trust, settings, console)
 
-        def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
-            return dependency_source(settings, dependency, variant_globs=globs, trust=request.trust,
-                                     console=console, kernel_version_given=given)
 
-        return convert_with_dependencies(_sources(request, settings, globs, given, console), options, resolve,
-                                         console)
+def convert_sources(sources: Iterable[Source], options: Options, trust: TrustPolicy, settings: HubSettings,
+                    console: Console) -> Report:
+    """Convert ``sources``, each kernel's kernel-depends first, fetched from the same Hub with the same variant globs
+    and trust (the mirror converts its release tags through this too)."""
+    given = options.kernel_version is not None
+
+    def resolve(dependency: Dependency) -> Source:  # a kernel-depends entry, from the same Hub
+        return dependency_source(settings, dependency, variant_globs=options.variants.patterns, trust=trust,
+                                 console=console, kernel_version_given=given)
+
+    return convert_with_dependencies(sources, options, resolve, console)
 
 
 def _sources(request: KernelRequest, settings: HubSettings, globs: tuple[str, ...], given: bool,
