@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelwheel.format.digests import file_digest
 from kernelwheel.format.signatures import SignatureOptions, check_package_digest, verify_package
 from kernelwheel.format.variant_folder import SIGSTORE_BUNDLE, check_relpath
 from kernelwheel.io.errors import DigestMismatch, InvalidWheel, SignatureMissing
@@ -96,15 +97,12 @@ def _check_record(dist: importlib.metadata.Distribution, label: str) -> str:
         try:
             if file.hash.mode not in hashlib.algorithms_guaranteed:
                 raise DigestMismatch(f"{label}: RECORD names hash {file.hash.mode!r} for {file}")
-            hasher = hashlib.new(file.hash.mode)
-            with open(path, "rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    hasher.update(chunk)
+            digest = file_digest(path, file.hash.mode)  # a file the metadata.json check just hashed is not read again
         except FileNotFoundError:
             bad.append(f"{file} is in RECORD but missing")
             continue
         checked += 1
-        if base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode() != file.hash.value:
+        if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != file.hash.value:
             bad.append(f"{file} does not match its RECORD hash")
     if bad:
         raise DigestMismatch(f"{label}: {'; '.join(bad)}")
