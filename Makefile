@@ -84,10 +84,13 @@ lint: venv
 # ABI: stable (img2gray-cu130 0.1.0, every torch >= 2.10; the default) and classic (0.1.0+torch2.14). Each build is
 # made again only when one of its inputs changed (or its wheel is gone): `make demo` then `make test` builds once. The
 # path file is written after the build succeeded, so a failed build leaves none and is retried.
+# VARIANT_WHEELS=1 (experimental) also writes each wheel's variant wheel beside it (docs/gpu-targets.md).
 WHEEL_INPUTS := $(VENV)/.installed CMakeLists.txt build.toml pyproject.toml \
 	$(shell find csrc python/img2gray cmake tools/build -type f ! -name '*.pyc' 2>/dev/null)
 unless_built = $(if $(wildcard $(shell cat $(1) 2>/dev/null)),,FORCE)
 wheel: dist/.wheel-path dist/.classic-wheel-path
+	$(if $(VARIANT_WHEELS),$(PY) -m tools.cli.build_wheel --variant-wheel-of "$$(cat dist/.wheel-path)" \
+		"$$(cat dist/.classic-wheel-path)")
 
 dist/.wheel-path: $(WHEEL_INPUTS) $(call unless_built,dist/.wheel-path)
 	mkdir -p dist

@@ -3,6 +3,10 @@ for its backend and torch, and repair it to a manylinux tag (``tools.build.wheel
 
 ``--reproduce WHEEL`` rebuilds a wheel from the commit it records, in a fresh export of that commit, and compares the
 bytes (``tools.build.reproduce``): exit 0 and ``match`` when they are identical, exit 1 and each difference when not.
+
+``--variant-wheel-of WHEEL...`` (experimental; `make wheel VARIANT_WHEELS=1`) writes the variant wheel (PEP 825, a
+draft) of each wheel already built next to it (``kernelwheel.wheels.variant_wheels``): ``img2gray`` labelled ``cu130``
+with the nvidia properties of what the build holds, which uv picks with ``--preview-features wheel-variants``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Sequence
 from kernelwheel.cli.arguments import path_argument
 from kernelwheel.io.console import make_console, print_error
 from kernelwheel.io.errors import ToolError
+from kernelwheel.wheels.variant_wheels import write_variant_wheel
 from tools.build.wheel import ABIS, DEFAULT_PLATFORM, ROOT, build
 
 
@@ -29,13 +34,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reproduce", type=path_argument, metavar="WHEEL", default=None,
                         help="rebuild WHEEL from the commit it records (taking its ABI, backend, CUDA architectures "
                              "and platform tag from it) and compare the bytes")
+    parser.add_argument("--variant-wheel-of", type=path_argument, nargs="+", metavar="WHEEL", default=None,
+                        help="experimental: build nothing; write the variant wheel (PEP 825 draft) of each WHEEL "
+                             "already built, next to it")
     parser.add_argument("--repo", type=path_argument, default=ROOT,
                         help="with --reproduce: the git repository that holds the commit (default: this checkout)")
     args = parser.parse_args(argv)
     if args.reproduce is not None and (args.abi is not None or args.plat is not None):
         parser.error("--reproduce takes the ABI and the platform tag from the wheel: leave out --abi and --plat")
+    if args.variant_wheel_of is not None and (args.reproduce is not None or args.abi is not None or args.plat is not None
+                                              or args.out is not None):
+        parser.error("--variant-wheel-of builds nothing: leave out --reproduce, --abi, --plat and --out")
     console = make_console()
     try:
+        if args.variant_wheel_of is not None:
+            for built in args.variant_wheel_of:
+                print(write_variant_wheel(built, built.parent).path)
+            return 0
         if args.reproduce is not None:
             return reproduce(args)
         wheel = build(args.out or ROOT / "wheelhouse", platform=args.plat or DEFAULT_PLATFORM, abi=args.abi)

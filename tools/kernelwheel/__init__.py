@@ -60,6 +60,8 @@ wheels/gpu_targets          the GPUs a wheel's binaries run on: read, recorded (
 wheels/naming               the one place that spells distribution names, versions, requirements and wheel tags
 wheels/noarch               noarch variants: one wheel when they are the same build, one per backend otherwise
 wheels/selection            which build variants become wheels in this run, with a reason for every one that does not
+wheels/variant_names        variant wheel file names (PEP 825 draft): the label rules and the parser packaging lacks
+wheels/variant_wheels       a backend-named wheel's variant wheel: label, variant.json properties (experimental)
 wheels/verify               a written wheel (a .whl or an installed distribution) verified again: RECORD, digest, bundle
 wheels/wheel_contents       a wheel as this package holds it: name, METADATA and files (bytes, or paths to stream)
 wheels/wheel_plan           the pipeline's plan: the wheel a checked variant becomes (name, tags, requirements, files)

@@ -49,6 +49,8 @@ examples:
       --signer-workflow https://github.com/my-org/kernels/.github/workflows/build.yaml@refs/heads/main
   # a local checkout holding build/
   hub2wheel ./img2gray --kernel-version 0.1.0
+  # also variant wheels (PEP 825 draft, experimental) that uv --preview-features wheel-variants picks by GPU
+  hub2wheel ./img2gray --kernel-version 0.1.0 --variant-wheels
 then, with your torch pinned so that pip keeps it or fails (never replaces it):
   pip install --find-links wheelhouse img2gray-cu130 "torch==$(python -c 'import torch; print(torch.__version__)')"
   (from an index: kernelwheel index wheelhouse; kernelwheel install-command prints the command)
@@ -94,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--require-signature", action="store_true",
                         help="skip variants without metadata.json.sigstore (default: converted with a warning); "
                              "a signature that does not verify always skips the variant")
+    parser.add_argument("--variant-wheels", action="store_true",
+                        help="experimental: beside each backend-named wheel, also write its variant wheel (PEP 825 "
+                             "draft: one distribution per kernel, chosen by uv --preview-features wheel-variants from "
+                             "the GPU and CUDA driver; pip ignores them). See docs/gpu-targets.md")
     parser.add_argument("--jobs", type=int, metavar="N",
                         help="variants checked and wheels written at once (default: one per CPU core)")
     add_trust_arguments(parser)
@@ -107,7 +113,9 @@ def _print_report(report: Report, console: Console) -> None:
     written = len(report.converted) - len(report.unchanged)
     unchanged = f", {len(report.unchanged)} already up to date" if report.unchanged else ""
     failed = f" ({len(report.failed)} failed)" if report.failed else ""
-    console.print(f"{written} wheel(s) written{unchanged}, {len(report.skipped)} variant(s) skipped{failed}")
+    variants = f", {len(report.variant_wheels)} variant wheel(s)" if report.variant_wheels else ""
+    console.print(f"{written} wheel(s) written{unchanged}{variants}, {len(report.skipped)} variant(s) "
+                  f"skipped{failed}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,6 +155,7 @@ def _convert(args: argparse.Namespace, parser: argparse.ArgumentParser, console:
     options = Options(out_dir=args.out, dist_name=args.dist_name, kernel_version=kernel_version,
                       variants=VariantFilter(patterns=tuple(args.variant)),
                       allow_unknown_deps=args.allow_unknown_deps, jobs=args.jobs,
+                      variant_wheels=args.variant_wheels,
                       digest_cache=digest_cache_file(settings), verdict_cache=elf_verdict_file(settings),
                       signatures=SignatureOptions(
                           trusted_root=args.sigstore_trusted_root, signer_workflows=tuple(args.signer_workflow),
@@ -162,7 +171,7 @@ def _convert(args: argparse.Namespace, parser: argparse.ArgumentParser, console:
         print_error(console, f"terminated (SIGTERM); wheels already in {args.out} are complete, nothing partial was "
                              "left")
         return int(exc.code or 1)
-    for _, path in total.converted:
+    for _, path in [*total.converted, *total.variant_wheels]:
         _print_path(path)
     _print_report(total, console)
     if not total.converted:

@@ -8,7 +8,8 @@ The run is four plain steps over one executor; a bad variant is reported with it
    layout and ELF files (``CheckedVariant``);
 3. plan (``wheel_plan.plan_wheel``): the wheel it becomes, name, tags, requirements, description and files
    (``naming``, ``elf``, the entry package); ``plan_variant`` is steps 2 and 3 for one variant, nothing written;
-4. write (``wheel_writer.write_wheel_if_changed``): the archive (reproducible, atomic).
+4. write (``wheel_writer.write_wheel_if_changed``): the archive (reproducible, atomic); with
+   ``Options.variant_wheels`` (experimental) also its variant wheel (``variant_wheels``) beside it.
 
 Here: the order results are taken in (two variants giving one wheel, or one build id, the first in order keeps it),
 the ``Report`` (``Report.skip`` is the one place a skip and its reason are recorded), and ``RunCaches``, the
@@ -39,13 +40,14 @@ from kernelwheel.format.digests import load_digest_cache, save_digest_cache
 from kernelwheel.format.signatures import SignatureOptions
 from kernelwheel.format.variants import Variant
 from kernelwheel.hub.sources import Source
-from kernelwheel.io.console import ActivityTask, activity, print_warning
+from kernelwheel.io.console import ActivityTask, activity, print_step, print_warning
 from kernelwheel.io.errors import InvalidVariant, InvalidWheel, ToolError
 from kernelwheel.wheels import elf, wheel_contents
 from kernelwheel.wheels.checked_variant import check_variant_dir
 from kernelwheel.wheels.dependency_wheels import ConvertedKernel
 from kernelwheel.wheels.noarch import NoarchPlan, plan_noarch
 from kernelwheel.wheels.selection import VariantFilter, select_variants
+from kernelwheel.wheels.variant_wheels import NoVariant, variant_wheel
 from kernelwheel.wheels.wheel_contents import WheelContents
 from kernelwheel.wheels.wheel_plan import plan_wheel
 from kernelwheel.wheels.wheel_writer import WrittenWheel, write_wheel_if_changed
@@ -53,7 +55,8 @@ from kernelwheel.wheels.wheel_writer import WrittenWheel, write_wheel_if_changed
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
 _Contents = WheelContents[wheel_contents.Source]
-_Writes = list[tuple[str, _Contents, Future[WrittenWheel]]]  # (variant, its wheel, the write in flight)
+# (variant, its wheel, the write in flight, whether it is the variant wheel)
+_Writes = list[tuple[str, _Contents, Future[WrittenWheel], bool]]
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Options:
     jobs: int | None = None  # variants checked and wheels written at once (default: one per CPU core)
     digest_cache: Path | None = None  # file digests kept between runs (digests.save_digest_cache): reruns hash nothing
     verdict_cache: Path | None = None  # ELF verdicts by content sha256 (elf.save_verdicts): reruns parse nothing
+    variant_wheels: bool = False  # also write each wheel's variant wheel (PEP 825 draft, experimental: variant_wheels)
 
 
 class FailureReason(str):
@@ -87,6 +91,7 @@ class Report:
     converted: list[tuple[str, Path]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)  # variants whose wheel was already there, byte for byte
+    variant_wheels: list[tuple[str, Path]] = field(default_factory=list)  # (variant, its variant wheel) when asked
 
     @property
     def failed(self) -> list[str]:
@@ -273,7 +278,7 @@ def _convert(source: Source, options: Options, console: Console,
         checking = display.task("checking", source.label, files_total=len(accepted))
         writing = display.task("writing", source.label, files_total=0, bytes_total=0)
         try:
-            writes = _check_and_claim(run, executor, accepted, jobs, report, checking, writing)
+            writes = _check_and_claim(run, executor, accepted, jobs, report, console, checking, writing)
             checking.finish()
             _take_written(writes, report, console, writing)
             writing.finish()
@@ -289,7 +294,7 @@ def _convert(source: Source, options: Options, console: Console,
 
 
 def _check_and_claim(run: _Run, executor: Executor, accepted: Sequence[Variant], jobs: int, report: Report,
-                     checking: ActivityTask, writing: ActivityTask) -> _Writes:
+                     console: Console, checking: ActivityTask, writing: ActivityTask) -> _Writes:
     """Steps 2 and 3 for every variant, results taken in variant order, so a variant's claim on its wheel's filename
     (and on its build id) is settled once every variant before it is checked: two variants giving one wheel, the
     first one in order keeps it. Each wheel that stays is handed to step 4 at once."""
@@ -316,28 +321,56 @@ def _check_and_claim(run: _Run, executor: Executor, accepted: Sequence[Variant],
                         failed=True)
             continue
         claimed[filename] = str(variant)
-        bytes_total += _payload_bytes(contents)
-        writing.update(files_total=len(writes) + 1, bytes_total=bytes_total)
-        writes.append((str(variant), contents, executor.submit(run.write, contents, writing)))
+        wheels = [(contents, False)]
+        if run.options.variant_wheels:
+            wheels += [(v, True) for v in _variant_of(str(variant), contents, claimed, report, console)]
+        for wheel, is_variant in wheels:
+            bytes_total += _payload_bytes(wheel)
+            writing.update(files_total=len(writes) + 1, bytes_total=bytes_total)
+            writes.append((str(variant), wheel, executor.submit(run.write, wheel, writing), is_variant))
     return writes
+
+
+def _variant_of(variant: str, contents: _Contents, claimed: dict[str, str], report: Report,
+                console: Console) -> list[_Contents]:
+    """The variant wheel of ``contents`` (``variant_wheels``), claimed as the backend-named wheels are: none, with
+    a note, for a build that has no variant (another backend, noarch); a variant wheel that another variant already
+    gives (the same label and tags) is skipped with the reason."""
+    try:
+        derived = variant_wheel(contents)
+    except NoVariant as exc:
+        print_step(console, f"{variant}: no variant wheel ({exc})")
+        return []
+    filename = derived.name.filename
+    if filename in claimed:
+        report.skip(f"{variant} (variant wheel)", f"build/{variant}: gives the same variant wheel as "
+                    f"{claimed[filename]} ({filename})", failed=True)
+        return []
+    claimed[filename] = variant
+    return [derived]
 
 
 def _take_written(writes: _Writes, report: Report, console: Console,
                   writing: ActivityTask) -> None:
     """Step 4's results in variant order: one line per wheel, and the report."""
-    for variant_name, contents, pending in writes:
+    for variant_name, contents, pending, is_variant in writes:
         try:
             written = pending.result()
         except (ToolError, OSError) as exc:  # OSError: ENOSPC, EFBIG, EISDIR, ... (nothing partial is left)
-            report.skip(variant_name, exc, where=f"build/{variant_name}: writing its wheel")
+            what = "variant wheel" if is_variant else "wheel"
+            report.skip(f"{variant_name} ({what})" if is_variant else variant_name, exc,
+                        where=f"build/{variant_name}: writing its {what}")
             continue
         finally:
             writing.advance(files=1)
-        report.converted.append((variant_name, written.path))
-        if not written.written:
+        if is_variant:
+            report.variant_wheels.append((variant_name, written.path))
+        else:
+            report.converted.append((variant_name, written.path))
+        if not written.written and not is_variant:
             report.unchanged.append(variant_name)
             writing.advance(nbytes=_payload_bytes(contents))
-        note = "" if written.written else " (up to date)"
+        note = ("" if written.written else " (up to date)") + (" (variant wheel, experimental)" if is_variant else "")
         console.print(f"[green]✓[/] {escape(variant_name)} → {escape(written.path.name)}{note}")
         if written.replaced:  # never silent: an index or pip cache may hold the old bytes under this name
             print_warning(console, f"{written.path} held a different build with the same name and version; "

@@ -65,6 +65,7 @@ def _prefixed(report: Report, repo_id: str, into: Report) -> None:
     into.converted.extend((f"{repo_id} {variant}", path) for variant, path in report.converted)
     into.skipped.extend((f"{repo_id} {variant}", reason) for variant, reason in report.skipped)
     into.unchanged.extend(f"{repo_id} {variant}" for variant in report.unchanged)
+    into.variant_wheels.extend((f"{repo_id} {variant}", path) for variant, path in report.variant_wheels)
 
 
 def _convert_dependency(dep: Dependency, options: Options, resolve: Resolve, console: Console, run: _Run,
@@ -106,6 +107,7 @@ def _convert(source: Source, options: Options, resolve: Resolve, console: Consol
     report.converted[:0] = own.converted  # the kernel's own wheels first, then its dependencies'
     report.skipped[:0] = own.skipped
     report.unchanged[:0] = own.unchanged
+    report.variant_wheels[:0] = own.variant_wheels
     return report
 
 
@@ -123,4 +125,5 @@ def convert_with_dependencies(sources: Iterable[Source], options: Options, resol
         total.converted.extend(report.converted)
         total.skipped.extend(report.skipped)
         total.unchanged.extend(report.unchanged)
+        total.variant_wheels.extend(report.variant_wheels)
     return total

@@ -21,6 +21,7 @@ from wheel.wheelfile import WheelError, WheelFile
 from kernelwheel.format.variant_folder import check_relpath
 from kernelwheel.io.errors import InvalidWheel, OutputNotWritable, one_line
 from kernelwheel.wheels.naming import WheelName
+from kernelwheel.wheels.variant_names import parse_any_wheel_filename
 from kernelwheel.wheels.wheel_contents import CHUNK, WheelContents, move_dist_info
 
 # What reading a damaged or hostile zip raises besides WheelError: a truncated or foreign file, corrupt deflate data,
@@ -45,10 +46,11 @@ def _reading(label: str) -> Iterator[None]:
 # unpack to more than this. The zip's own sizes are what zipfile decompresses up to, so they bound what is read: a
 # zip bomb of a few KiB can declare terabytes.
 MAX_READ_BYTES = 4 << 30
-_KEPT_ANYWAY = ("METADATA", "WHEEL")  # what check_wheel keeps of the .dist-info
+_KEPT_ANYWAY = ("METADATA", "WHEEL", "variant.json")  # what check_wheel keeps of the .dist-info
 # The most bytes of METADATA a wheel may hold. Parsing it takes ~12x its size in memory (a 100 MB METADATA cost the
 # index 1.25 GB); the largest on PyPI (long descriptions) are a few hundred kB. docs/private-index.md names it.
 MAX_METADATA_BYTES = 4 << 20
+MAX_VARIANT_JSON_BYTES = 64 << 10  # a variant wheel's .dist-info/variant.json: a few hundred bytes, read whole
 
 
 def read_wheel(path: Path, label: str | None = None) -> WheelContents:
@@ -69,7 +71,7 @@ def unpack_wheel(path: Path, place: Callable[[str], Path], label: str | None = N
     wheel whose files unpack to more than ``MAX_READ_BYTES`` is refused before anything is written; a file that fails
     its hash is left where it was written, so unpack into a folder that is removed on failure."""
     label = label or str(path)
-    WheelName.parse(path.name)
+    parse_any_wheel_filename(path.name)
     with _reading(label), WheelFile(path) as wheel:
         members = _members_within_limit(wheel, label, "unpacks to disk")
         check_paths(wheel, label)
@@ -128,12 +130,13 @@ def _copy_member(wheel: WheelFile, info: ZipInfo, target: Path) -> None:
 
 
 def _read(path: Path, label: str, *, keep_files: bool) -> WheelContents:
-    name = WheelName.parse(path.name)
+    name = parse_any_wheel_filename(path.name)  # a variant wheel's name too (variant_names)
     with _reading(label), WheelFile(path) as wheel:
         dist_info = wheel.dist_info_path
         members = _members_within_limit(wheel, label, "reads into memory") if keep_files else _files(wheel)
         check_paths(wheel, label)
         _check_metadata_size(wheel, f"{dist_info}/METADATA", label)
+        _check_metadata_size(wheel, f"{dist_info}/variant.json", label, MAX_VARIANT_JSON_BYTES)
         kept = {f"{dist_info}/{n}" for n in _KEPT_ANYWAY}
         files = {info.filename: _checked_member(wheel, info, keep_files or info.filename in kept) for info in members}
         if not keep_files:
@@ -151,14 +154,16 @@ def _read(path: Path, label: str, *, keep_files: bool) -> WheelContents:
     return WheelContents(name=name, metadata=raw, files=renamed, root_is_purelib=purelib)
 
 
-def _check_metadata_size(wheel: WheelFile, name: str, label: str) -> None:
-    """Refuse a METADATA over ``MAX_METADATA_BYTES`` before it is read (the zip's size is what zipfile reads up to)."""
+def _check_metadata_size(wheel: WheelFile, name: str, label: str, limit: int = MAX_METADATA_BYTES) -> None:
+    """Refuse a METADATA (or variant.json) over ``limit`` before it is read (the zip's size is what zipfile reads up
+    to)."""
     try:
         size = wheel.getinfo(name).file_size
     except KeyError:
-        return  # _read says "has no METADATA"
-    if size > MAX_METADATA_BYTES:
-        raise InvalidWheel(f"{label}: its METADATA is {size} bytes; expected at most {MAX_METADATA_BYTES >> 20} MiB")
+        return  # _read says "has no METADATA"; a wheel without variant.json is no variant wheel
+    if size > limit:
+        most = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
+        raise InvalidWheel(f"{label}: its {name.rpartition('/')[2]} is {size} bytes; expected at most {most}")
 
 
 def _checked_member(wheel: WheelFile, info: ZipInfo, keep: bool) -> bytes:
