@@ -81,6 +81,7 @@ index/wheel_download        a wheel an index links to, as a file: hashed as it a
 index/indexed_wheel         what the index needs to know about one wheel, read and validated once
 index/target_gpu            the target's GPUs: --gpu-arch, or nvidia-smi's compute capability (torch never imported)
 index/torch_minors          the torch minors released so far (torch_minors.json, checked weekly against PyPI)
+index/variants_json         <name>-<version>-variants.json: a version's variant.json files checked and merged
 index/writer                a static private index for a wheelhouse, with one sub-index per torch minor
 publish/git_transport       a git repository (path or URL) as the Hub repository
 publish/hub_transport       a Hub repository through huggingface_hub's HfApi

@@ -126,10 +126,22 @@ def test_a_state_of_the_first_version_is_read_and_every_wheel_hashed_once(wheelh
     state_file = wheelhouse / "simple" / state.STATE_FILE
     recorded = json.loads(state_file.read_text())
     for entry in recorded["wheels"]:
-        del entry["identity"]
+        del entry["identity"], entry["variant"]
     state_file.write_text(json.dumps({**recorded, "version": 1}))
     report = write_index(wheelhouse)
     assert (report.hashed, report.added, report.files_written) == (3, [], 0)
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_a_state_of_the_second_version_is_trusted_as_it_was(wheelhouse: Path) -> None:
+    write_index(wheelhouse)
+    state_file = wheelhouse / "simple" / state.STATE_FILE
+    recorded = json.loads(state_file.read_text())
+    for entry in recorded["wheels"]:
+        del entry["variant"]  # version 2 knew no variant wheels
+    state_file.write_text(json.dumps({**recorded, "version": 2}))
+    report = write_index(wheelhouse)
+    assert (report.hashed, report.added, report.files_written) == (0, [], 0)
 
 
 @pytest.mark.parametrize("identity, problem", [

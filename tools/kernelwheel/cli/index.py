@@ -74,6 +74,7 @@ def _index(args: argparse.Namespace, parser: argparse.ArgumentParser, console: C
             "torch_indexes": report.torch_indexes,
             "swept": [str(path) for path in report.swept],
             "warnings": report.warnings,
+            "variants_files": report.variants_files,
         }
         print(json.dumps(summary, indent=2))
         return 0
@@ -87,6 +88,9 @@ def _index(args: argparse.Namespace, parser: argparse.ArgumentParser, console: C
                             + ", ".join(path.name for path in report.swept))
     if report.torch_indexes:
         print("Per-torch indexes: " + ", ".join(f"simple/{name}/" for name in report.torch_indexes))
+    if report.variants_files:
+        print("Wheel variants (experimental, uv --preview-features wheel-variants): "
+              + ", ".join(report.variants_files))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""What the index needs to know about one wheel, read and validated once: hashes, METADATA, torch requirement."""
+"""What the index needs to know about one wheel, read and validated once: hashes, METADATA, torch requirement, and
+for a variant wheel (``variant_names``, PEP 825 draft) its checked ``variant.json`` (``variants_json``)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernelwheel.index.variants_json import variant_document
 from kernelwheel.io.errors import InvalidProjectName, InvalidWheel, ToolError, one_line
 from kernelwheel.wheels.naming import WheelName, is_distribution_name, labelled_torch, torch_minor
+from kernelwheel.wheels.variant_names import VariantWheelName, parse_any_wheel_filename
 from kernelwheel.wheels.wheel_reader import MAX_METADATA_BYTES, UNREADABLE_ZIP, UNREADABLE_ZIP_ERRORS, check_wheel
 
 # Highest patch release probed when asking "does this specifier admit some release of torch X.Y".
@@ -54,11 +57,18 @@ class IndexedWheel:
     metadata_sha256: str
     requires_python: str | None
     torch: str | None  # the specifier of ``Requires-Dist: torch`` ("==2.14.*", ">=2.10"), None without one
+    variant: str | None = None  # a variant wheel's variant.json, checked, as canonical JSON (variants_json)
 
     # Parsed once per wheel (cached_property: a wheelhouse of thousands asks each many times a run), never compared.
     @functools.cached_property
     def name(self) -> WheelName:
-        return WheelName.parse(self.filename)
+        """The file name's parts; a ``VariantWheelName`` for a variant wheel."""
+        return parse_any_wheel_filename(self.filename)
+
+    @functools.cached_property
+    def label(self) -> str | None:
+        """A variant wheel's label; None for any other wheel."""
+        return self.name.label if isinstance(self.name, VariantWheelName) else None
 
     @functools.cached_property
     def project(self) -> str:
@@ -199,6 +209,9 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
             f"{path.name}: its version is labelled for torch {label} but it requires "
             f"torch{torch if torch is not None else ' (nothing)'}; expected Requires-Dist: torch=={label}.*"
         )
+    variant = None
+    if isinstance(name, VariantWheelName):
+        variant = variant_document(contents.files.get(f"{name.dist_info}/variant.json"), path.name, name.label)
     stat = path.stat()
     wheel = IndexedWheel(
         filename=path.name,
@@ -208,6 +221,7 @@ def inspect_wheel(path: Path) -> tuple[IndexedWheel, bytes]:
         metadata_sha256=hashlib.sha256(metadata).hexdigest(),
         requires_python=raw.get("requires_python"),
         torch=None if torch is None else str(torch),
+        variant=variant,
     )
     return wheel, metadata
 
@@ -217,7 +231,8 @@ def normalised_collisions(wheels: Iterable[IndexedWheel]) -> list[str]:
     by_key: dict[tuple[str, Version, str], list[str]] = {}
     for wheel in wheels:
         name = wheel.name
-        key = (canonicalize_name(name.distribution), name.version, name.tag)
+        tag = name.tag if wheel.label is None else f"{name.tag} {wheel.label}"
+        key = (canonicalize_name(name.distribution), name.version, tag)
         by_key.setdefault(key, []).append(wheel.filename)
     return [
         f"{', '.join(sorted(names))}: these names normalise to the same wheel ({project} {version} {tag}, PEP 503/"

@@ -77,11 +77,11 @@ def tags_overlap(first: Iterable[Tag], second: Iterable[Tag]) -> bool:
 
 def overlapping_builds(wheels: Sequence[IndexedWheel]) -> list[str]:
     """One warning line per project version holding two files of other bytes that one machine accepts both of."""
-    by_version: dict[tuple[str, str], list[IndexedWheel]] = {}
-    for wheel in wheels:
-        by_version.setdefault((wheel.project, str(wheel.name.version)), []).append(wheel)
+    by_version: dict[tuple[str, str, str], list[IndexedWheel]] = {}
+    for wheel in wheels:  # variant wheels of one version are told apart by their label, not their tags
+        by_version.setdefault((wheel.project, str(wheel.name.version), wheel.label or ""), []).append(wheel)
     warnings = []
-    for (project, version), builds in sorted(by_version.items()):
+    for (project, version, _), builds in sorted(by_version.items()):
         clashing = sorted({w.filename for a, b in combinations(builds, 2) if a.sha256 != b.sha256
                            and tags_overlap(a.name.tags, b.name.tags) for w in (a, b)})
         if clashing:

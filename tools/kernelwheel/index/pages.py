@@ -1,4 +1,7 @@
-"""The HTML of a PEP 503 index: one page per project (PEP 658/714 attributes) and root pages listing projects."""
+"""The HTML of a PEP 503 index: one page per project (PEP 658/714 attributes) and root pages listing projects.
+
+A project page may also link plain files beside its wheels: the ``<name>-<version>-variants.json`` of its variant
+wheels (``variants_json``), with ``#sha256=`` and no other attribute."""
 
 from __future__ import annotations
 
@@ -22,8 +25,10 @@ def _page(title: str, links: Iterable[str]) -> bytes:
     ).encode()
 
 
-def project_page(project: str, wheels: Sequence[IndexedWheel], depth: int) -> bytes:
-    """The PEP 503 page of one project; ``depth`` is how many folders below the wheelhouse the page lies."""
+def project_page(project: str, wheels: Sequence[IndexedWheel], depth: int,
+                 files: Sequence[tuple[str, str]] = ()) -> bytes:
+    """The PEP 503 page of one project; ``depth`` is how many folders below the wheelhouse the page lies; ``files``:
+    ``(file name, sha256)`` of other files of the wheelhouse to link after the wheels."""
     up = "../" * depth
     links = []
     for wheel in sorted(wheels, key=lambda w: (w.name.version, w.filename)):
@@ -33,6 +38,7 @@ def project_page(project: str, wheels: Sequence[IndexedWheel], depth: int) -> by
         metadata = f"sha256={wheel.metadata_sha256}"
         attributes.append(f'data-core-metadata="{metadata}" data-dist-info-metadata="{metadata}"')
         links.append(f"<a {' '.join(attributes)}>{html.escape(wheel.filename)}</a>")
+    links += [f'<a href="{up}{quote(name)}#sha256={sha256}">{html.escape(name)}</a>' for name, sha256 in files]
     return _page(f"Links for {project}", links)
 
 

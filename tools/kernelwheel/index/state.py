@@ -8,7 +8,8 @@ next run rebuild the index from the wheels.
 
 Each wheel's entry also keeps the stat identity (size, mtime_ns, ctime_ns, inode) of the wheel and of its
 ``.metadata`` file as they were when last hashed, or null for a file changed too recently to be told apart from a
-later change (``racy``: the same test git's index makes). ``kernelwheel.index.writer`` says what it trusts them for.
+later change (``racy``: the same test git's index makes). ``kernelwheel.index.writer`` says what it trusts them
+for. A variant wheel's entry keeps its checked ``variant.json`` (``variants_json``), checked again when read.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from kernelwheel.index.indexed_wheel import IndexedWheel
-from kernelwheel.io.errors import InvalidIndexState, InvalidWheelName
+from kernelwheel.index.variants_json import variant_document
+from kernelwheel.io.errors import InvalidIndexState, InvalidWheel, InvalidWheelName
 from kernelwheel.io.limited_read import read_limited
-from kernelwheel.wheels.naming import WheelName
+from kernelwheel.wheels.variant_names import VariantWheelName, parse_any_wheel_filename
 
 STATE_FILE = ".index-state.json"
 LOCK_FILE = ".index.lock"
-_STATE_VERSION = 2  # 1: the same without "identity" (read too: such a state's wheels are all hashed once more)
+# 1: the same without "identity" (read too: such a state's wheels are all hashed once more); 2: without "variant"
+_STATE_VERSION = 3
 _MAX_STATE_BYTES = 64 << 20
 _PROJECT = r"[a-z0-9]+(?:-[a-z0-9]+)*"  # a canonical (PEP 503) name
 PAGE_PATH = re.compile(rf"(?:torch[0-9]{{1,4}}\.[0-9]{{1,4}}/)?(?:{_PROJECT}/)?index\.html", re.ASCII)
@@ -84,7 +87,7 @@ class IndexState:
 def _invalid(path: Path, problem: str) -> InvalidIndexState:
     return InvalidIndexState(
         f"{path}: {problem}; expected the JSON object this tool writes "
-        '({"version": 2, "wheels": [...], "pages": [...]}). Nothing was changed; remove the file to rebuild '
+        '({"version": 3, "wheels": [...], "pages": [...]}). Nothing was changed; remove the file to rebuild '
         "the index from the wheels"
     )
 
@@ -112,16 +115,18 @@ def _wheel(entry: Any, path: Path, position: int, version: int) -> tuple[Indexed
     where = f"wheels[{position}]"
     if not isinstance(entry, dict):
         raise _invalid(path, f"{where} is {type(entry).__name__}, not an object")
-    expected = {f.name for f in fields(IndexedWheel)} | ({"identity"} if version >= 2 else set())
+    expected = ({f.name for f in fields(IndexedWheel)} - ({"variant"} if version < 3 else set())
+                | ({"identity"} if version >= 2 else set()))
     if set(entry) != expected:
         raise _invalid(path, f"{where} has the keys {sorted(entry)}, not {sorted(expected)}")
     filename = entry["filename"]
     if not isinstance(filename, str) or "/" in filename or "\\" in filename or "\0" in filename:
         raise _invalid(path, f"{where}.filename {filename!r} is not a plain file name")
     try:
-        WheelName.parse(filename)
+        parsed = parse_any_wheel_filename(filename)
     except InvalidWheelName:
         raise _invalid(path, f"{where}.filename {filename!r} is not a wheel file name") from None
+    _check_variant(entry.get("variant"), parsed, filename, path, where)
     for name in ("size", "mtime_ns"):
         if type(entry[name]) is not int or entry[name] < 0:
             raise _invalid(path, f"{where}.{name} is {entry[name]!r}, not a non-negative integer")
@@ -143,6 +148,20 @@ def _wheel(entry: Any, path: Path, position: int, version: int) -> tuple[Indexed
     return IndexedWheel(**entry), identities
 
 
+def _check_variant(variant: Any, name: object, filename: str, path: Path, where: str) -> None:
+    """A variant wheel's recorded variant.json, checked as when the wheel was indexed; null for any other wheel."""
+    if not isinstance(name, VariantWheelName):
+        if variant is not None:
+            raise _invalid(path, f"{where}.variant is {variant!r:.80}; expected null for a wheel without a label")
+        return
+    if not isinstance(variant, str):
+        raise _invalid(path, f"{where}.variant is {variant!r:.80}; expected the variant wheel's variant.json")
+    try:
+        variant_document(variant.encode(), filename, name.label)
+    except InvalidWheel as exc:
+        raise _invalid(path, f"{where}.variant: {exc}") from None
+
+
 def read_state(simple: Path) -> IndexState:
     """The last run's state; empty when there is none (first run) or it was written by another state version."""
     path = simple / STATE_FILE
@@ -161,7 +180,7 @@ def read_state(simple: Path) -> IndexState:
     if not isinstance(state, dict):
         raise _invalid(path, f"is a JSON {type(state).__name__}, not an object")
     version = state.get("version")
-    if version not in (1, _STATE_VERSION):
+    if version not in (1, 2, _STATE_VERSION):
         return IndexState()  # another format: rebuilt from the wheels, as on a first run
     wheels, pages = state.get("wheels"), state.get("pages")
     if not isinstance(wheels, list):

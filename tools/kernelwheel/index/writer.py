@@ -15,6 +15,11 @@ the minors torch has released (``torch_minors.json``, ``kernelwheel.index.torch_
 ``--torch`` adds: a stable-ABI ``torch>=2.10`` build in ``torch2.10/`` up to the newest released minor, a classic
 ``+torch2.14`` build (``torch==2.14.*``) in ``torch2.14/`` alone.
 
+Variant wheels (``hub2wheel --variant-wheels``, PEP 825 draft, experimental) are indexed as any wheel, on their
+kernel's project page (``img2gray``) and the sub-indexes their torch requirement admits, and each version of them gets
+``<name>-<version>-variants.json`` beside the wheels (``variants_json``: their variant.json files merged), linked from
+every page that lists one of them, as uv 0.13.9 needs it. pip skips both kinds of file.
+
 Links carry ``#sha256=``, ``data-requires-python`` and ``data-core-metadata`` (plus the PEP 658 spelling
 ``data-dist-info-metadata`` for older pips). ``simple/torch2.14/`` is to this index what
 ``download.pytorch.org/whl/cu130`` is to PyTorch's: point ``--index-url`` at it and a resolver never even
@@ -44,6 +49,7 @@ Nothing outside the wheelhouse is written or removed: the state file is checked 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Iterable
@@ -74,10 +80,12 @@ from kernelwheel.index.state import (
     state_bytes,
 )
 from kernelwheel.index.torch_minors import released_torch_minors
+from kernelwheel.index.variants_json import merged_documents, variants_file_name
 from kernelwheel.io.atomic import sweep_stale_temporaries, write_atomic
 from kernelwheel.io.errors import IndexWriteFailed, InvalidWheel, ToolError
 from kernelwheel.io.limited_read import read_limited
 from kernelwheel.wheels.naming import torch_label, torch_minor
+from kernelwheel.wheels.variant_names import VariantWheelName
 from kernelwheel.wheels.wheel_reader import MAX_METADATA_BYTES
 
 
@@ -94,6 +102,7 @@ class IndexReport:
     swept: list[Path] = field(default_factory=list)  # temporaries of killed runs removed at the start
     warnings: list[str] = field(default_factory=list)  # one line per version with builds that overlap (overlap.py)
     hashed: int = 0  # wheels read and hashed in this run (the others matched their recorded stat identity)
+    variants_files: list[str] = field(default_factory=list)  # <name>-<version>-variants.json beside variant wheels
 
     @property
     def projects(self) -> list[str]:
@@ -274,6 +283,12 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
         if known is None or known.sha256 != wheel.sha256:
             report.added.append(path.name)
     problems.extend(normalised_collisions(wheels))
+    variants_files: dict[str, bytes] = {}
+    try:
+        variants_files = merged_documents(
+            (w.name, w.filename, w.variant) for w in wheels if isinstance(w.name, VariantWheelName) and w.variant)
+    except InvalidWheel as exc:  # two variant wheels of one version that disagree
+        problems.append(str(exc))
     if problems:
         # Collect every bad wheel, then refuse to touch the index: a half-updated index is worse than a stale one.
         raise InvalidWheel("cannot index " + str(wheelhouse) + ":\n  " + "\n  ".join(problems))
@@ -286,6 +301,8 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
         by_project.setdefault(wheel.project, []).append(wheel)
     minors = _sub_index_minors(wheels, extra_torch, released_torch_minors())
 
+    variants_links = {name: hashlib.sha256(data).hexdigest() for name, data in variants_files.items()}
+    report.variants_files = sorted(variants_files)
     project_pages: dict[str, bytes] = {}
     root_pages: dict[str, bytes] = {}
     for minor in sorted(minors):
@@ -295,27 +312,32 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
             fitting = [w for w in project_wheels if admits_torch_minor(w.torch_specifier, minor)]
             if fitting:
                 sub_projects.append(project)
-                project_pages[f"{sub}/{project}/index.html"] = project_page(project, fitting, depth=3)
+                project_pages[f"{sub}/{project}/index.html"] = project_page(
+                    project, fitting, depth=3, files=_variants_links(fitting, variants_links))
         root_pages[f"{sub}/index.html"] = root_page(sub_projects, f"Simple index: builds for torch {minor}")
     for project, project_wheels in sorted(by_project.items()):
-        project_pages[f"{project}/index.html"] = project_page(project, project_wheels, depth=2)
+        project_pages[f"{project}/index.html"] = project_page(
+            project, project_wheels, depth=2, files=_variants_links(project_wheels, variants_links))
     root_pages["index.html"] = root_page(by_project)
     report.torch_indexes = [torch_label(m) for m in sorted(minors)]
 
     pages = {**project_pages, **root_pages}
     stale_pages = [simple / relative for relative in sorted(state.pages - set(pages))]
     stale_metadata = [wheelhouse / (filename + ".metadata") for filename in report.removed]
+    stale_metadata += [wheelhouse / name for name in sorted(_variants_names(previous.values()) - set(variants_files))]
     # Every path is checked before the first write: a symlinked folder that leads out of the index fails the run
     # with nothing changed.
     house, root = wheelhouse.resolve(), simple.resolve()
-    for path in [*metadata_files, *stale_metadata]:
+    for path in [*metadata_files, *(wheelhouse / name for name in variants_files), *stale_metadata]:
         _inside(path, house)
     for path in [*(simple / relative for relative in pages), *stale_pages]:
         _inside(path, root)
 
-    # 1. PEP 658 files, 2. project pages, 3. root pages: nothing links to a file before it exists.
+    # 1. PEP 658 and variants.json files, 2. project pages, 3. root pages: nothing links to a file before it exists.
     for path, metadata in metadata_files.items():
         report.files_written += write_atomic(path, metadata)
+    for name, data in variants_files.items():
+        report.files_written += write_atomic(wheelhouse / name, data)
     for group in (project_pages, root_pages):
         for relative, data in sorted(group.items()):
             report.files_written += write_atomic(simple / relative, data)
@@ -326,13 +348,24 @@ def _write_index_locked(wheelhouse: Path, simple: Path, extra_torch: Iterable[Ve
     write_atomic(simple / STATE_FILE, state_bytes(wheels, list(pages), identities))
 
     # 4. Only now remove what no page links to any more: only pages an earlier run wrote (named by the state, in the
-    #    index's own page layout, checked above to lie inside simple/) and .metadata files of removed wheels.
+    #    index's own page layout, checked above to lie inside simple/), .metadata files of removed wheels, and the
+    #    variants.json of a version whose variant wheels are all gone.
     for stale in stale_pages:
         stale.unlink(missing_ok=True)
         _remove_empty_dirs(stale.parent, simple)
     for stale in stale_metadata:
         stale.unlink(missing_ok=True)
     return report
+
+
+def _variants_names(wheels: Iterable[IndexedWheel]) -> set[str]:
+    """The variants.json files the variant wheels among ``wheels`` need."""
+    return {variants_file_name(w.name) for w in wheels if isinstance(w.name, VariantWheelName)}
+
+
+def _variants_links(wheels: Iterable[IndexedWheel], links: dict[str, str]) -> list[tuple[str, str]]:
+    """``(file name, sha256)`` of the variants.json files a page listing ``wheels`` links to."""
+    return [(name, links[name]) for name in sorted(_variants_names(wheels)) if name in links]
 
 
 def _remove_empty_dirs(folder: Path, stop: Path) -> None:
