@@ -367,8 +367,9 @@ def _take_written(writes: _Writes, report: Report, console: Console,
             report.variant_wheels.append((variant_name, written.path))
         else:
             report.converted.append((variant_name, written.path))
-        if not written.written and not is_variant:
-            report.unchanged.append(variant_name)
+        if not written.written:
+            if not is_variant:
+                report.unchanged.append(variant_name)
             writing.advance(nbytes=_payload_bytes(contents))
         note = ("" if written.written else " (up to date)") + (" (variant wheel, experimental)" if is_variant else "")
         console.print(f"[green]✓[/] {escape(variant_name)} → {escape(written.path.name)}{note}")
