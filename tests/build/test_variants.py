@@ -4,12 +4,18 @@ One session build (sm_90 only, to keep CI short) from two torch environments: th
 and the CPU-only torch 2.13.0. That gives torch214-cxx11-cu130, torch213-cxx11-cpu and the stable-ABI variants
 torch-stable-abi210-{cu130,cpu}. Every variant goes through kernel-abi-check and the real ``kernels`` library
 (in a venv with the matching torch), and one round trip runs source → Hub (olah) → hub2wheel → pip → op.
+
+The same build converted with ``hub2wheel --variant-wheels`` and indexed gives both kinds of wheel on one index
+(``variant_index``): uv 0.13.9 with ``--preview-features wheel-variants`` installs ``img2gray`` by itself, the null
+(CPU) variant on this machine and the CUDA one for a GPU it is told of (``NV_VARIANT_PROVIDER_FORCE_*``), while pip
+sees only the backend-named wheels, as before.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +26,7 @@ from packaging.version import Version as pv
 
 from kernelwheel.format.digests import verify_digest
 from kernelwheel.format.variant_folder import collect_files, read_metadata
+from kernelwheel.index.writer import write_index
 from kernelwheel.io.errors import BuildFailed
 from kernelwheel.publish.git_transport import GitTransport
 from kernelwheel.publish.release import publish
@@ -27,6 +34,7 @@ from kernelwheel.wheels.naming import WheelName
 from tests.helpers.elf import demangled, dynamic_symbols
 from tests.helpers.git_remotes import make_remote
 from tests.helpers.hub_fixtures import olah_server, pip_install_by_name
+from tests.helpers.index_servers import serve
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv, package_farm
 from tools.build.variants import TorchEnv, build_id, plan_variants
@@ -178,3 +186,106 @@ def test_round_trip_source_hub_wheel_pip_op(variants_build: Path, tmp_path: Path
     assert install.returncode == 0, install.stdout + install.stderr
     check = run_json(venv / "bin" / "python", INSTALLED_CHECK)
     assert check["ok"] and check["torch"].startswith("2.14"), check
+
+
+# ------------------------------------------------------------------------------------------ wheel variants (uv)
+
+VARIANT_WHEELS = {CUDA_CLASSIC: "cu130_torch214", CUDA_STABLE: "cu130", CPU_CLASSIC: "cpu_torch213", CPU_STABLE: "null"}
+
+
+@pytest.fixture(scope="module")
+def variant_index(variants_build: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session build converted by ``hub2wheel --variant-wheels`` and indexed: a wheelhouse with its simple/."""
+    house = tmp_path_factory.mktemp("variant-index") / "wheelhouse"
+    convert = subprocess.run(
+        [sys.executable, "-m", "tools.hub2wheel", str(variants_build.parent), "--kernel-version", "0.1.0",
+         "--variant-wheels", "--out", str(house)], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert convert.returncode == 0, convert.stderr[-3000:]
+    labels = {p.name.removesuffix(".whl").rsplit("-", 1)[1] for p in house.glob("img2gray-*.whl")}
+    assert labels == set(VARIANT_WHEELS.values()), sorted(p.name for p in house.iterdir())
+    assert len(list(house.glob("img2gray_*.whl"))) == 4  # the backend-named wheels, as without the flag
+    report = write_index(house)
+    assert report.variants_files == ["img2gray-0.1.0-variants.json"]
+    return house
+
+
+def _uv() -> str:
+    found = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+    version = subprocess.run([found, "--version"], capture_output=True, text=True, check=True).stdout.split()[1]
+    assert pv(version) >= pv("0.13.9"), f"uv {version}: wheel variants need uv 0.13.9 or newer"
+    return found
+
+
+def _venv_with_torch213(path: Path, torch213_base: Path) -> Path:
+    """A venv without packages of its own that holds torch213_base's: each ``.dist-info`` copied (uv reads neither a
+    .pth-shared folder nor a symlinked .dist-info), every other entry linked. uv sees torch 2.13.0+cpu installed."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    site = next((path / "lib").glob("python3.*/site-packages"))
+    shared = next((torch213_base / "lib").glob("python3.*/site-packages"))
+    for entry in shared.iterdir():
+        if entry.name == "__pycache__" or (site / entry.name).exists():
+            continue
+        if entry.name.endswith(".dist-info"):
+            shutil.copytree(entry, site / entry.name)
+        else:
+            (site / entry.name).symlink_to(entry)
+    return path
+
+
+def _uv_install(venv: Path, url: str, cache: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_", "NV_VARIANT_PROVIDER_"))}
+    return subprocess.run(
+        [_uv(), "pip", "install", "--no-config", "--preview-features", "wheel-variants", "--python",
+         str(venv / "bin" / "python"), "--index-url", url, "img2gray"],
+        capture_output=True, text=True, env={**clean, "UV_CACHE_DIR": str(cache), **env}, timeout=600)
+
+
+def _installed_variant(venv: Path) -> dict[str, object]:
+    """The installed img2gray's variant.json ``variants`` entry (label → properties)."""
+    (dist_info,) = next((venv / "lib").glob("python3.*/site-packages")).glob("img2gray-0.1.0.dist-info")
+    variants = json.loads((dist_info / "variant.json").read_text())["variants"]
+    assert isinstance(variants, dict)
+    return variants
+
+
+def test_uv_installs_the_null_variant_without_a_gpu_and_the_op_runs(variant_index: Path, torch213_base: Path,
+                                                                    tmp_path: Path) -> None:
+    venv = _venv_with_torch213(tmp_path / "venv", torch213_base)
+    with serve(variant_index) as host:
+        install = _uv_install(venv, f"http://{host}/simple/", tmp_path / "uv-cache")
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert "+ img2gray==0.1.0" in install.stderr and "+ torch" not in install.stderr  # torch is kept
+    assert _installed_variant(venv) == {"null": {}}  # the stable CPU build
+    check = run_json(venv / "bin" / "python", INSTALLED_CHECK)
+    assert check["ok"] and check["torch"] == "2.13.0+cpu" and check["backend"] == "cpu", check
+
+
+def test_uv_picks_the_cuda_variant_for_the_gpu_it_is_told_of(variant_index: Path, torch213_base: Path,
+                                                             tmp_path: Path) -> None:
+    venv = _venv_with_torch213(tmp_path / "venv", torch213_base)
+    with serve(variant_index) as host:
+        install = _uv_install(venv, f"http://{host}/simple/", tmp_path / "uv-cache",
+                              NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION="13.0",
+                              NV_VARIANT_PROVIDER_FORCE_SM_ARCH="9.0")
+    assert install.returncode == 0, install.stdout + install.stderr
+    variant = _installed_variant(venv)
+    assert list(variant) == ["cu130"], variant  # the stable CUDA build; classic builds carry abi_dependency
+    assert "90_real" in variant["cu130"]["nvidia"]["sm_arch"]  # type: ignore[index]  # read from the fat binary
+
+
+def test_pip_sees_only_the_backend_named_wheels(variant_index: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    with serve(variant_index) as host:
+        def download(project: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "pip", "download", "-vv", "--no-deps", "--index-url", f"http://{host}/simple/",
+                 "-d", str(tmp_path / "dl"), project], capture_output=True, text=True, env=env, timeout=300)
+
+        variants_only = download("img2gray")
+        backend_named = download("img2gray-cpu")
+    assert variants_only.returncode != 0 and "No matching distribution found for img2gray" in variants_only.stderr
+    assert "invalid wheel filename" in variants_only.stdout + variants_only.stderr
+    assert backend_named.returncode == 0, backend_named.stdout + backend_named.stderr
+    assert [p.name for p in (tmp_path / "dl").iterdir()] == [
+        "img2gray_cpu-0.1.0+torch2.13-cp39-abi3-manylinux_2_24_x86_64.whl"]

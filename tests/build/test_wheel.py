@@ -41,3 +41,23 @@ def test_the_command_refuses_before_compiling(argv: list[str], error: str, tmp_p
     assert result.stderr.startswith(error) and result.stderr.count("\n") == 1, result.stderr
     assert "pip" not in result.stderr and time.monotonic() - started < 30  # nothing was started, let alone built
     assert not (tmp_path / "wh").exists()
+
+
+def test_variant_wheel_of_a_built_wheel(tmp_path: Path) -> None:
+    """`make wheel VARIANT_WHEELS=1`: the variant wheel of each wheel already built, written next to it."""
+    from tests.helpers import standin_wheels
+
+    built = standin_wheels.write_standin(tmp_path, torch=None, stable_abi_floor="2.10")  # img2gray-cu130 0.1.0
+    noarch = standin_wheels.write_standin(tmp_path / "noarch", torch=None, distribution="img2gray")
+    command = [sys.executable, "-m", "tools.cli.build_wheel", "--variant-wheel-of"]
+    result = subprocess.run([*command, str(built)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    variant = tmp_path / "img2gray-0.1.0-cp39-abi3-manylinux_2_28_x86_64-cu130.whl"
+    assert result.stdout == f"{variant}\n" and variant.is_file()
+    refused = subprocess.run([*command, str(noarch)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "its name ends in no backend (img2gray): a noarch, SDK or dependency build has no variant wheel" in (
+        refused.stderr)
+    usage = subprocess.run([*command, str(built), "--abi", "stable"], cwd=REPO_ROOT, capture_output=True, text=True,
+                           timeout=120)
+    assert usage.returncode == 2 and "--variant-wheel-of builds nothing" in usage.stderr
