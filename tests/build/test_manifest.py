@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.io.errors import InvalidManifest
 from tests.helpers.repo import REPO_ROOT
+from tools.build.errors import InvalidManifest
 from tools.build.manifest import BuildManifest, main
 
 

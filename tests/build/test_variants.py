@@ -27,7 +27,6 @@ from packaging.version import Version as pv
 from kernelwheel.format.digests import verify_digest
 from kernelwheel.format.variant_folder import collect_files, read_metadata
 from kernelwheel.index.writer import write_index
-from kernelwheel.io.errors import BuildFailed
 from kernelwheel.publish.git_transport import GitTransport
 from kernelwheel.publish.release import publish
 from kernelwheel.wheels.naming import WheelName
@@ -37,6 +36,7 @@ from tests.helpers.hub_fixtures import olah_server, pip_install_by_name
 from tests.helpers.index_servers import serve
 from tests.helpers.repo import REPO_ROOT
 from tests.helpers.venvs import fresh_venv, package_farm
+from tools.build.errors import BuildFailed
 from tools.build.variants import TorchEnv, build_id, plan_variants
 
 pytestmark = pytest.mark.slow

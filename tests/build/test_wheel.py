@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwheel.io.errors import BuildFailed
 from tests.helpers.repo import REPO_ROOT
+from tools.build.errors import BuildFailed
 from tools.build.wheel import DEFAULT_PLATFORM, check_platform
 
 

@@ -17,8 +17,8 @@ else:  # pragma: no cover - exercised only on old interpreters
     import tomli as tomllib
 
 try:
-    from kernelwheel.io.errors import InvalidManifest
-except ImportError:  # run as a script by CMake, where the kernelwheel package may not be importable
+    from tools.build.errors import InvalidManifest
+except ImportError:  # run by path by CMake (``python tools/build/manifest.py``), where ``tools`` is not a package
     class InvalidManifest(ValueError):  # type: ignore[no-redef]  # the same name, when run by path without tools/
         pass
 

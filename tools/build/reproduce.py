@@ -20,9 +20,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelwheel.io.errors import BuildFailed, InvalidWheel
+from kernelwheel.io.errors import InvalidWheel
 from kernelwheel.wheels.naming import WheelName
 from tools.build.compare_wheels import differences, sha256
+from tools.build.errors import BuildFailed
 from tools.build.lock import LOCKS, environment_differences
 from tools.build.source import COMMIT, SourceFacts, check_commit, commit_date, export_commit
 

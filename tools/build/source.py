@@ -17,7 +17,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelwheel.io.errors import BuildFailed
+from tools.build.errors import BuildFailed
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
 

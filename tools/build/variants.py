@@ -38,7 +38,7 @@ from kernelwheel.format.variant_pieces import Arch, Backend, Torch, TorchStableA
 from kernelwheel.format.variants import Variant
 from kernelwheel.io.atomic import check_writable_directory, replace_tree
 from kernelwheel.io.console import make_console, print_step
-from kernelwheel.io.errors import BuildFailed
+from tools.build.errors import BuildFailed
 from tools.build.manifest import BuildManifest
 from tools.build.toolkit import backend_tag, nvcc_version
 

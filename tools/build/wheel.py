@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from kernelwheel.io.atomic import check_writable_directory
-from kernelwheel.io.errors import BuildFailed
+from tools.build.errors import BuildFailed
 from tools.build.lock import environment_differences, lock_files
 from tools.build.source import source_facts
 

@@ -27,10 +27,6 @@ class InvalidVariantName(ToolError, ValueError):
     """A build-variant directory name that does not follow the kernel-builder grammar."""
 
 
-class InvalidManifest(ToolError, ValueError):
-    """``build.toml`` is missing a field or has one of the wrong type."""
-
-
 class InvalidWheel(ToolError, ValueError):
     """A wheel file that is not what this project writes (bad METADATA, missing files)."""
 
@@ -147,7 +143,3 @@ class VersionExists(HubError):
 
 class PublishFailed(HubError):
     """The remote refused or failed a write (clone, commit, push, upload, branch or tag creation)."""
-
-
-class BuildFailed(ToolError):
-    """A compile, ``pip wheel`` or ``auditwheel repair`` step of a build failed (the message names command and exit)."""
