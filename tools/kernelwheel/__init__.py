@@ -19,6 +19,7 @@ io/answer_deadline          one deadline for each whole network answer, however 
 io/atomic                   the one atomic writer: a file or folder appears complete under its final name, or not at all
 io/console                  how commands talk to people: rich on stderr, escaped, live progress only on a terminal
 io/errors                   the exceptions for problems a user can act on
+io/file_lock                flock lock files: shared or exclusive, a bounded wait, the holder named, freed when it dies
 io/json_cache               run-to-run caches kept as one JSON file each
 io/limited_read             reading a small file the user named or the toolkit found, within limits
 io/untrusted_json           JSON from untrusted files, within limits checked before json.loads

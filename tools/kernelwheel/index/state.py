@@ -14,7 +14,6 @@ for. A variant wheel's entry keeps its checked ``variant.json`` (``variants_json
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from kernelwheel.index.indexed_wheel import IndexedWheel
 from kernelwheel.index.variants_json import variant_document
 from kernelwheel.io.errors import InvalidIndexState, InvalidWheel, InvalidWheelName
+from kernelwheel.io.file_lock import file_lock
 from kernelwheel.io.limited_read import read_limited
 from kernelwheel.wheels.variant_names import VariantWheelName, parse_any_wheel_filename
 
@@ -217,9 +217,5 @@ def state_bytes(wheels: Sequence[IndexedWheel], pages: Sequence[str],
 def locked(simple: Path) -> Iterator[None]:
     """Hold ``simple/.index.lock`` (never through a symlink: O_NOFOLLOW) for the duration of the block."""
     simple.mkdir(parents=True, exist_ok=True)
-    fd = os.open(simple / LOCK_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with file_lock(simple / LOCK_FILE):  # waits for a run in progress; released by the kernel if its holder dies
         yield
-    finally:
-        os.close(fd)  # releases the lock

@@ -111,7 +111,8 @@ def replace_tree(staged: Path, final: Path, trash: Path) -> None:
     staged.replace(final)
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this machine still runs (another user's counts as running)."""
     if pid == os.getpid():
         return True
     try:
@@ -143,7 +144,7 @@ def sweep_stale_temporaries(directory: Path) -> list[Path]:
     removed: list[Path] = []
     for entry in entries:
         pid = stale_temporary_owner(entry.name)
-        if pid is None or _process_alive(pid):
+        if pid is None or process_alive(pid):
             continue
         try:
             if entry.is_dir(follow_symlinks=False):

@@ -98,6 +98,10 @@ class InvalidMirrorState(ToolError, ValueError):
     """A mirror state file that is not what ``kernelwheel mirror`` writes; that kernel fails, the others go on."""
 
 
+class LockHeld(ToolError):
+    """A lock file another run holds (``io.file_lock``): one line naming it, and its holder when recorded."""
+
+
 class IndexWriteFailed(ToolError, OSError):
     """A file of the index that could not be written or removed (disk full, read-only, a path leading outside the
     index folder); what was already in place stays as it was."""
