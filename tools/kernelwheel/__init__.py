@@ -91,6 +91,7 @@ publish/release             publish a kernel's build/<variant>/ folders under a 
 publish/staging             a build folder checked and copied aside: exactly the bytes that will be published
 publish/upload              wheels checked, then uploaded to a package index that takes uploads (twine)
 mirror/config               the mirror's TOML configuration: the wheelhouse, signature settings, the kernels to keep
+mirror/lock                 which mirror runs may share a wheelhouse at once: a run, a shard, one split of the kernels
 mirror/plan                 the repositories an entry names, a shard's share of them, the release tags not converted
 mirror/run                  one mirror run: each kernel's new release tags converted as hub2wheel does, then the index
 mirror/state                what the mirror converted: one JSON file per kernel, rewritten atomically after each tag
@@ -156,6 +157,7 @@ _API: dict[str, str] = {
     "NoCompatibleWheel": "io.errors",
     "IndexUnreachable": "io.errors",
     "InvalidMirrorConfig": "io.errors",
+    "LockHeld": "io.errors",
 }
 __all__ = [  # the keys of _API (a test checks it), spelled out for type checkers and linters
     "DigestMismatch",
@@ -169,6 +171,7 @@ __all__ = [  # the keys of _API (a test checks it), spelled out for type checker
     "InvalidVariant",
     "InvalidWheel",
     "KernelRequest",
+    "LockHeld",
     "MirrorConfig",
     "MirrorReport",
     "NoCompatibleWheel",
@@ -207,6 +210,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
         InvalidMirrorConfig,
         InvalidVariant,
         InvalidWheel,
+        LockHeld,
         NoCompatibleWheel,
         RepositoryNotFound,
         RevisionNotFound,

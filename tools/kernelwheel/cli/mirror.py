@@ -4,7 +4,8 @@ over the jobs of a CI matrix (docs/mirror.md).
 
 Exit status: 0 everything converted (or nothing was new); 1 some kernel, release or the index failed (each named in
 the summary; the others were done); 2 a usage error (arguments, the configuration file, the signature settings);
-130 interrupted, 143 terminated (what was converted is recorded, the next run resumes after it).
+75 another run was using the wheelhouse (nothing done; ``--wait`` waits for it); 130 interrupted, 143 terminated
+(what was converted is recorded, the next run resumes after it).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from kernelwheel.hub.settings import HubSettings
 from kernelwheel.io import answer_deadline
 from kernelwheel.io.atomic import Terminated, sigterm_exits
 from kernelwheel.io.console import print_error, print_step, print_warning
-from kernelwheel.io.errors import ToolError
+from kernelwheel.io.errors import LockHeld, ToolError
 from kernelwheel.mirror.config import MirrorConfig, load_config
 from kernelwheel.mirror.plan import Shard
 from kernelwheel.mirror.run import MirrorReport, run_mirror, signature_options
+
+EXIT_BUSY = 75  # sysexits.h's EX_TEMPFAIL: try again later (cron and CI read it apart from a failure)
 
 EPILOG = """\
 example configuration (mirror.toml):
@@ -39,7 +42,8 @@ example configuration (mirror.toml):
   trust = true                       # as hub2wheel --trust-repo
 
 exit codes: 0 all converted (or nothing new), 1 some kernel or the index failed (the others done),
-2 usage (arguments or the configuration), 130 interrupted, 143 terminated
+2 usage (arguments or the configuration), 75 another run was using the wheelhouse (nothing done),
+130 interrupted, 143 terminated
 """
 
 
@@ -48,6 +52,16 @@ def _shard(text: str) -> Shard:
         return Shard.parse(text)
     except ToolError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--shard: ")) from None
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 7 * 24 * 3600:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected a number of seconds from 0 to 604800, got {text!r:.40}")
+    return seconds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-index", action="store_true",
                         help="convert only; leave the index to a last job (kernelwheel index WHEELHOUSE)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary instead of the table")
+    parser.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
+                        help="when another run is using the wheelhouse, wait up to SECONDS for it to end (default 0: "
+                             "refuse at once, exit 75)")
     return parser
 
 
@@ -85,7 +102,12 @@ def _mirror(args: argparse.Namespace, parser: argparse.ArgumentParser, console: 
     try:
         with sigterm_exits():
             report = run_mirror(config, settings, console, signatures=signatures, shard=args.shard,
-                                index=not args.no_index)
+                                index=not args.no_index, wait=args.wait)
+    except LockHeld as exc:
+        waited = f"waited {args.wait:g} s; " if args.wait else ""
+        print_error(console, f"{exc}; {waited}nothing was done. Run again when it has ended, or pass --wait SECONDS "
+                             "to wait for it")
+        return EXIT_BUSY
     except Terminated as exc:
         print_error(console, "terminated (SIGTERM); every release converted so far is recorded, the next run goes on "
                              "from there")

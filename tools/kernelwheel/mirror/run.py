@@ -28,6 +28,7 @@ from kernelwheel.io.atomic import check_writable_directory, sweep_stale_temporar
 from kernelwheel.io.console import activity, print_step
 from kernelwheel.io.errors import HubError, OfflineCacheMiss, OutputNotWritable, ToolError
 from kernelwheel.mirror.config import KernelEntry, MirrorConfig
+from kernelwheel.mirror.lock import mirror_lock
 from kernelwheel.mirror.plan import Release, Shard, pending, releases, repositories
 from kernelwheel.mirror.state import STATE_FOLDER, Converted, KernelState, load_state, save_state
 from kernelwheel.wheels.convert import Options, Report
@@ -71,15 +72,24 @@ def signature_options(config: MirrorConfig, warn: Callable[[str], None]) -> Sign
 
 
 def run_mirror(config: MirrorConfig, settings: HubSettings, console: Console, *, signatures: SignatureOptions,
-               shard: Shard | None = None, index: bool = True) -> MirrorReport:
+               shard: Shard | None = None, index: bool = True, wait: float | None = 0) -> MirrorReport:
     """Convert what is new for every kernel of ``config`` (``shard``'s alone when given), then (``index``) update the
-    index. Raises ``ToolError`` only for what stops every kernel (the wheelhouse cannot be written)."""
+    index. Another run using the wheelhouse is waited for up to ``wait`` seconds (None: as long as it takes), then
+    ``LockHeld`` (``mirror.lock``). Raises ``ToolError`` only for what stops every kernel (the wheelhouse cannot be
+    written, another run holds it)."""
     house = config.wheelhouse
     check_writable_directory(house, "wheelhouse")
     try:
         (house / STATE_FOLDER).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputNotWritable(f"wheelhouse {house}: {exc.strerror or exc}") from None
+    with mirror_lock(house, config.path, shard, wait):
+        return _run_locked(config, settings, console, signatures, shard, index)
+
+
+def _run_locked(config: MirrorConfig, settings: HubSettings, console: Console, signatures: SignatureOptions,
+                shard: Shard | None, index: bool) -> MirrorReport:
+    house = config.wheelhouse
     report = MirrorReport(swept=[p.name for folder in (house, house / STATE_FOLDER)
                                  for p in sweep_stale_temporaries(folder)])
     options = Options(out_dir=house, jobs=config.jobs, signatures=signatures,
