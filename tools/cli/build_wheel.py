@@ -42,8 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.reproduce is not None and (args.abi is not None or args.plat is not None):
         parser.error("--reproduce takes the ABI and the platform tag from the wheel: leave out --abi and --plat")
-    if args.variant_wheel_of is not None and (args.reproduce is not None or args.abi is not None or args.plat is not None
-                                              or args.out is not None):
+    building = (args.reproduce, args.abi, args.plat, args.out)
+    if args.variant_wheel_of is not None and any(option is not None for option in building):
         parser.error("--variant-wheel-of builds nothing: leave out --reproduce, --abi, --plat and --out")
     console = make_console()
     try:

@@ -86,7 +86,7 @@ def test_documents_that_disagree_are_refused_naming_both_wheels() -> None:
         merged_documents([(NAME, NAME.filename, json.dumps(_document())), (arm, arm.filename, json.dumps(other))])
     assert str(info.value) == (f"{arm.filename} and {NAME.filename}: the variant label 'cu130' has other properties "
                                "in each; expected one meaning per label in img2gray-0.1.0")
-    with pytest.raises(InvalidWheel, match="their variant.json give another providers; expected one for every"):
+    with pytest.raises(InvalidWheel, match=r"their variant\.json give another providers; expected one for every"):
         merged_documents([(NAME, NAME.filename, json.dumps(_document())),
                           (arm, arm.filename, json.dumps(_document(providers={"nvidia": {"builtin": "nvidia"}})))])
 

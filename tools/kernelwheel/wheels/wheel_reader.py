@@ -20,7 +20,6 @@ from wheel.wheelfile import WheelError, WheelFile
 
 from kernelwheel.format.variant_folder import check_relpath
 from kernelwheel.io.errors import InvalidWheel, OutputNotWritable, one_line
-from kernelwheel.wheels.naming import WheelName
 from kernelwheel.wheels.variant_names import parse_any_wheel_filename
 from kernelwheel.wheels.wheel_contents import CHUNK, WheelContents, move_dist_info
 
