@@ -96,6 +96,18 @@ def test_reproducible(flat_repo: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert a[0].read_bytes() == b[0].read_bytes()
 
 
+def test_variant_wheels_are_opt_in_and_printed_after_the_wheels(flat_repo: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run([str(flat_repo), "--out", str(tmp_path), "--variant", "torch*-cpu-*", "--variant-wheels"],
+                        capsys)
+    assert rc == 0
+    assert [Path(p).name for p in out] == ["img2gray_cpu-1+torch2.13-cp39-abi3-manylinux_2_17_x86_64.whl",
+                                           "img2gray-1-cp39-abi3-manylinux_2_17_x86_64-cpu_torch213.whl"]
+    assert "1 wheel(s) written, 1 variant wheel(s), " in err and "(variant wheel, experimental)" in err
+    assert "--variant-wheels" in subprocess.run([sys.executable, "-m", "tools.hub2wheel", "--help"], cwd=REPO_ROOT,
+                                                capture_output=True, text=True, check=True).stdout
+
+
 def test_nested_local(nested_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = _run([str(nested_repo), "--out", str(tmp_path), "--kernel-version", "0.1.0"], capsys)
     assert rc == 0, err
