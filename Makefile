@@ -15,8 +15,12 @@ demo: install
 # (CPU; CUDA tests skip without a GPU) against the installed stable-ABI build, the toolkit's tests that need torch or
 # the op among them (the marker `toolkit` is set by tests/conftest.py; a file's tests share a worker, and so its
 # fixtures); then the op tests again against the classic build of the same sources (unpacked into dist/site-classic,
-# first on sys.path). Each test runs once, in one of the two venvs.
-test: install lint test-toolkit
+# first on sys.path). Each test runs once, in one of the two venvs. The set-up (the locked venv, both wheels, lint) uses
+# about one core, so the toolkit's tests run beside it (make -j2; each target's output printed whole when it ends);
+# the toolkit's venv is made first, so that two `pip install -e ./tools` never run at once.
+test:
+	$(MAKE) --no-print-directory $(TOOLKIT_VENV)/.installed
+	$(MAKE) --no-print-directory -j2 --output-sync=target install lint test-toolkit
 	$(PY) -m pytest -n 2 --dist loadfile -m "not toolkit or needs_torch or needs_img2gray"
 	$(PY) -m pytest --img2gray-site dist/site-classic tests/test_ops.py tests/test_ops_cuda.py
 

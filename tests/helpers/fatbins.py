@@ -4,15 +4,19 @@ of a small ELF built by gcc."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import struct
 import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.repo import REPO_ROOT
 
 KERNEL = """
 __global__ void scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }
@@ -40,12 +44,33 @@ def nvcc() -> str | None:
 
 
 _BUILT: dict[str, Path] = {}
+CACHE = REPO_ROOT / "build-cmake" / "test-fatbins"  # ignored by git, removed by make clean
 
 
 def built(factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """``build_all`` once per test process, whichever test module asks first."""
-    if not _BUILT:
-        _BUILT.update(build_all(factory.mktemp("nvcc-fatbins")))
+    """``build_all`` once per checkout and compiler: the objects are kept under ``CACHE``, in a folder named by the
+    digest of nvcc's version, the source and the flags, so the test processes of one `make test` (two workers, two
+    venvs) and later runs share one build. A folder is moved into place whole, so a reader never sees half of one."""
+    if _BUILT:
+        return dict(_BUILT)
+    compiler = nvcc()
+    if compiler is None:
+        pytest.skip("nvcc is not installed: the fat binary tests need it to build CUDA objects (CI has nvcc 13.0)")
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True).stdout
+    key = hashlib.sha256(json.dumps([version, KERNEL, {k: v[0] for k, v in BUILDS.items()}]).encode()).hexdigest()
+    folder = CACHE / key[:16]
+    if not all((folder / f"{name}.so").is_file() for name in BUILDS):
+        fresh = factory.mktemp("nvcc-fatbins")
+        build_all(fresh)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        staged = Path(tempfile.mkdtemp(dir=CACHE, prefix=".staged-"))
+        for name in BUILDS:
+            shutil.copyfile(fresh / f"{name}.so", staged / f"{name}.so")
+        try:
+            staged.rename(folder)
+        except OSError:  # another process moved its build into place first: the same bytes, keep that one
+            shutil.rmtree(staged, ignore_errors=True)
+    _BUILT.update({name: folder / f"{name}.so" for name in BUILDS})
     return dict(_BUILT)
 
 

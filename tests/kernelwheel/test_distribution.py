@@ -6,6 +6,7 @@ repository."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,7 +34,14 @@ def _run(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The ``bin/`` folder of a fresh venv with the kernelwheel wheel installed (its dependencies from the indexes)."""
     root = tmp_path_factory.mktemp("kernelwheel-dist")
-    built = _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(root / "dist"), str(REPO_ROOT / "tools")],
+    # Built from a copy of what the sdist would hold: setuptools writes its egg-info and scratch folder into the
+    # source tree, which `make test` may be installing editable into .venv at the same moment.
+    source = root / "tools"
+    shutil.copytree(REPO_ROOT / "tools" / "kernelwheel", source / "kernelwheel",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copyfile(REPO_ROOT / "tools" / name, source / name)
+    built = _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(root / "dist"), str(source)],
                  cwd=root, timeout=600)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     (wheel,) = (root / "dist").glob("kernelwheel-*-py3-none-any.whl")
