@@ -10,6 +10,7 @@ import pytest
 
 from kernelwheel.io.errors import InvalidIndexUrl, InvalidWheel, PublishFailed
 from kernelwheel.publish.upload import check_wheels, twine_upload_argv, upload
+from kernelwheel.wheels.variant_wheels import write_variant_wheel
 from tests.helpers import standin_wheels as standin
 
 
@@ -35,6 +36,16 @@ def test_good_wheels_pass_and_every_problem_is_listed_at_once(tmp_path: Path) ->
         f"  {twin.name}, {good.name}: these names normalise to the same wheel (img2gray-cu130 0.1.0+torch2.14 "
         "cp39-abi3-manylinux_2_28_x86_64, PEP 503/427), so an installer would take any one of them; keep one",
     ]
+
+
+def test_a_variant_wheel_is_refused(tmp_path: Path) -> None:
+    good = standin.write_standin(tmp_path, torch=None, stable_abi_floor="2.10")
+    variant = write_variant_wheel(good, tmp_path).path
+    with pytest.raises(InvalidWheel) as caught:
+        check_wheels([good, variant])
+    assert str(caught.value).splitlines()[1] == (
+        f"  {variant.name}: a variant wheel (experimental); an upload server does not serve the variants.json it "
+        "needs, so uv would call it unsupported: serve it with kernelwheel index, upload only the backend-named wheels")
 
 
 def test_no_wheels_is_an_error() -> None:

@@ -5,7 +5,9 @@ random bytes), and the installers then fail on it. So every wheel is validated h
 at all, with the same checks ``kernelwheel index`` applies (``kernelwheel.index.indexed_wheel.inspect_wheel``): a
 readable zip, a PEP 508 (ASCII) name, a ``.dist-info/RECORD`` whose hashes match, a ``METADATA`` whose Name and
 Version are the file name's, a ``+torchX.Y`` label that agrees with ``Requires-Dist: torch``; and no two files that
-normalise to one wheel. One bad wheel stops the whole upload; nothing is sent.
+normalise to one wheel. One bad wheel stops the whole upload; nothing is sent. A variant wheel (``hub2wheel
+--variant-wheels``, experimental) is refused too: it works only beside its ``<name>-<version>-variants.json``, which
+an upload server does not serve (``kernelwheel index`` does).
 
 The password is twine's business: ``TWINE_PASSWORD`` in the environment (or twine's prompt, or keyring), never a
 command-line argument of this tool or of the twine it runs.
@@ -40,7 +42,12 @@ def check_wheels(paths: Sequence[Path]) -> list[IndexedWheel]:
             problems.append(f"{path}: {problem}")
         else:
             try:
-                checked.append(inspect_wheel(path)[0])
+                wheel = inspect_wheel(path)[0]
+                if wheel.label is not None:
+                    raise InvalidWheel(f"{path.name}: a variant wheel (experimental); an upload server does not serve "
+                                       "the variants.json it needs, so uv would call it unsupported: serve it with "
+                                       "kernelwheel index, upload only the backend-named wheels")
+                checked.append(wheel)
             except ToolError as exc:
                 problems.append(str(exc))
             except OSError as exc:
