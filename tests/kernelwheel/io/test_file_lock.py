@@ -9,17 +9,15 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from kernelwheel.io.errors import LockHeld
 from kernelwheel.io.file_lock import Holder, file_lock, recorded_holder
-from tests.helpers.repo import REPO_ROOT
+from tests.helpers.lock_holders import child_holding
 
 _HOLD = """
 import sys, time
@@ -31,17 +29,9 @@ with file_lock(Path(sys.argv[1]), shared=sys.argv[2] == "shared", holder=Holder.
 """
 
 
-@contextmanager
-def holding(path: Path, mode: str = "exclusive") -> Iterator[subprocess.Popen[str]]:
+def holding(path: Path, mode: str = "exclusive") -> AbstractContextManager[subprocess.Popen[str]]:
     """Another process holding ``path`` until the block ends (then killed with SIGKILL, as a crash would)."""
-    child = subprocess.Popen([sys.executable, "-c", _HOLD, str(path), mode], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "tools")})
-    try:
-        assert child.stdout is not None and child.stdout.readline() == "held\n"
-        yield child
-    finally:
-        child.kill()
-        child.wait()
+    return child_holding(_HOLD, str(path), mode)
 
 
 def test_a_held_lock_refuses_at_once_naming_its_holder(tmp_path: Path) -> None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from kernelwheel.io.errors import LockHeld, OutputNotWritable
 from kernelwheel.mirror.lock import mirror_lock
 from kernelwheel.mirror.plan import Shard
-from tests.helpers.repo import REPO_ROOT
+from tests.helpers.lock_holders import child_holding
 
 _HOLD = """
 import sys, time
@@ -29,17 +27,9 @@ with mirror_lock(Path(sys.argv[1]), Path("mirror.toml"), shard, 0):
 """
 
 
-@contextmanager
-def run_holding(house: Path, *shard: str) -> Iterator[subprocess.Popen[str]]:
+def run_holding(house: Path, *shard: str) -> AbstractContextManager[subprocess.Popen[str]]:
     """Another process holding what a run (of ``shard``, e.g. "1/2") holds, until the block ends (then SIGKILL)."""
-    child = subprocess.Popen([sys.executable, "-c", _HOLD, str(house), *shard], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "tools")})
-    try:
-        assert child.stdout is not None and child.stdout.readline() == "held\n"
-        yield child
-    finally:
-        child.kill()
-        child.wait()
+    return child_holding(_HOLD, str(house), *shard)
 
 
 def _refused(house: Path, shard: Shard | None) -> str:
