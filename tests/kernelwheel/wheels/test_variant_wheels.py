@@ -15,6 +15,7 @@ from rich.console import Console
 
 from kernelwheel.format.variant_pieces import Backend
 from kernelwheel.hub.sources import local_source
+from kernelwheel.io.errors import InvalidWheel
 from kernelwheel.wheels.convert import Options, convert
 from kernelwheel.wheels.gpu_targets import GpuTargets
 from kernelwheel.wheels.naming import WheelName
@@ -91,6 +92,7 @@ def _contents(filename: str, requires: list[str]) -> WheelContents[bytes]:
     ("img2gray_tvm_ffi_cu130-1+tvmffi2.13-cp39-abi3-linux_x86_64.whl", ["apache-tvm-ffi==2.13.*"],
      "requires no torch"),
     ("img2gray_cu130-1+local-cp39-abi3-linux_x86_64.whl", ["torch"], "version label 'local' is not a torch one"),
+    ("img2gray_cu130-1-cp39-abi3-linux_x86_64.whl", ["torch >>> 2"], "Requires-Dist 'torch >>> 2' is invalid (Expected"),
 ])
 def test_wheels_without_a_variant_say_why_in_one_line(filename: str, requires: list[str], message: str) -> None:
     with pytest.raises(NoVariant) as info:
@@ -128,6 +130,17 @@ def test_hub2wheel_writes_variant_wheels_beside_the_backend_named_ones(flat_repo
     assert again.path.read_bytes() == (tmp_path / "out" / again.path.name).read_bytes()
     rerun = convert(local_source(flat_repo), Options(out_dir=tmp_path / "out", variant_wheels=True), console)
     assert sorted(rerun.variant_wheels) == sorted(report.variant_wheels) and len(rerun.unchanged) == len(plain.converted)
+
+
+def test_a_variant_wheel_that_cannot_be_written_is_one_line(flat_repo: Path, tmp_path: Path) -> None:
+    report = convert(local_source(flat_repo), Options(out_dir=tmp_path, variants=VariantFilter(
+        patterns=("torch-stable-abi210-cu130-x86_64-linux",))), Console(file=io.StringIO()))
+    ((_, wheel),) = report.converted
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(InvalidWheel) as info:
+        write_variant_wheel(wheel, tmp_path / "a-file")
+    assert str(info.value).startswith("img2gray-1-cp39-abi3-manylinux_2_17_x86_64-cu130.whl: cannot be written to ")
+    assert "\n" not in str(info.value)
 
 
 def test_a_finished_wheel_without_a_variant_is_one_line(flat_repo: Path, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -125,7 +125,13 @@ def plan_of(contents: WheelContents[Member]) -> VariantPlan:
     except InvalidVariantName:
         raise NoVariant(f"{name.filename}: its name ends in no backend ({name.distribution}): a noarch, SDK or "
                         "dependency build has no variant wheel") from None
-    requires = [Requirement(line) for line in contents.metadata.get("requires_dist", [])]
+    requires = []
+    for line in contents.metadata.get("requires_dist", []):
+        try:
+            requires.append(Requirement(line))
+        except InvalidRequirement as exc:
+            raise NoVariant(f"{name.filename}: Requires-Dist {line!r:.80} is invalid "
+                            f"({str(exc).splitlines()[0]})") from None
     if not any(canonicalize_name(r.name) == "torch" for r in requires):
         raise NoVariant(f"{name.filename}: requires no torch (an SDK or tvm-ffi build): no variant wheel")
     torch = labelled_torch(name.version)
@@ -177,4 +183,8 @@ def write_variant_wheel(wheel: Path, out_dir: Path) -> WrittenWheel:
     wheel VARIANT_WHEELS=1`); ``NoVariant`` when it has none, ``InvalidWheel`` when it cannot be read."""
     read = read_wheel(wheel, wheel.name)
     contents = WheelContents[Source](read.name, read.metadata, dict(read.files), read.root_is_purelib)
-    return write_wheel_if_changed(variant_wheel(contents), out_dir)
+    derived = variant_wheel(contents)
+    try:
+        return write_wheel_if_changed(derived, out_dir)
+    except OSError as exc:  # disk full, a read-only folder: one line, nothing partial left (the writer is atomic)
+        raise InvalidWheel(f"{derived.name.filename}: cannot be written to {out_dir}: {exc.strerror or exc}") from None
