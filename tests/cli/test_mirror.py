@@ -398,3 +398,26 @@ def test_the_jobs_of_one_split_run_side_by_side_and_others_are_refused(gate: Gat
     assert rc == 0 and list(_by_kernel(json.loads(out))) == [held], err
     state = tmp_path / "site" / "wheelhouse" / ".mirror"
     assert sorted(p.name for p in state.glob("*.json")) == [f"{ORG}--alpha.json", f"{ORG}--beta.json"]
+
+
+def test_variant_wheels_setting_writes_them_beside_the_wheels_and_the_index_links_them(
+        hub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`variant-wheels = true`: each converted tag's variant wheels too (hub2wheel --variant-wheels), recorded with
+    the tag's wheels, and the index's variants.json for each version; a rerun writes nothing."""
+    config = _config(tmp_path / "site", _kernel("gamma"), **{"variant-wheels": True})
+    rc, summary, err = _run(config, capsys)
+    assert rc == 0, err
+    house = tmp_path / "site" / "wheelhouse"
+    wheels = _by_kernel(summary)[f"{ORG}/gamma"]["wheels"]
+    assert isinstance(wheels, list)
+    variant_wheels = sorted(p.name for p in house.glob("gamma-*.whl"))
+    assert variant_wheels == sorted(f"gamma-{version}-cp39-abi3-manylinux_2_17_x86_64-{label}.whl"
+                                    for version in ("0.1.0", "0.2.0") for label in ("cpu_torch213", "cu130_torch213"))
+    assert set(variant_wheels) <= set(wheels)  # recorded with the tag: the next run rewrites none of them
+    for version in ("0.1.0", "0.2.0"):
+        assert (house / f"gamma-{version}-variants.json").is_file()
+        assert f"gamma-{version}-variants.json#sha256=" in (house / "simple" / "gamma" / "index.html").read_text()
+    before = {p: p.stat().st_mtime_ns for p in house.glob("*.whl")}
+    rc, summary, err = _run(config, capsys)
+    assert rc == 0 and _by_kernel(summary)[f"{ORG}/gamma"]["converted"] == [], err
+    assert {p: p.stat().st_mtime_ns for p in house.glob("*.whl")} == before

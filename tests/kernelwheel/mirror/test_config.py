@@ -26,6 +26,7 @@ require-signature = true
 sigstore-trusted-root = "root.json"
 signer-workflows = ["https://github.com/org/k/.github/workflows/build.yaml@refs/heads/main"]
 jobs = 3
+variant-wheels = true
 
 [[kernels]]
 repo = "org/relu"
@@ -41,6 +42,8 @@ versions = "latest"
     assert config.wheelhouse == path.parent / "../wheels"
     assert config.sigstore_trusted_root == path.parent / "root.json"
     assert (config.require_signature, config.jobs, len(config.signer_workflows)) == (True, 3, 1)
+    assert config.variant_wheels  # off unless set:
+    assert not load_config(_load(tmp_path, "wheelhouse = 'w'\n" + KERNEL)).variant_wheels
     relu, org = config.kernels
     assert (relu.repo, relu.org, relu.variants, relu.trust, relu.name) == (
         "org/relu", None, ("*-cu130-*", "torch-cpu"), True, "org/relu")
@@ -56,6 +59,7 @@ versions = "latest"
     ("wheelhouse = 'w'\njobs = 0\n" + KERNEL, "jobs: expected a whole number of at least 1, got 0"),
     ("wheelhouse = 'w'\njobs = true\n" + KERNEL, "jobs: expected a whole number of at least 1, got True"),
     ("wheelhouse = 'w'\nrequire-signature = 'yes'\n" + KERNEL, "require-signature: expected true or false, got 'yes'"),
+    ("wheelhouse = 'w'\nvariant-wheels = 1\n" + KERNEL, "variant-wheels: expected true or false, got 1"),
     ("wheelhouse = 'w'\n[[kernels]]\n", "kernels[0]: expected exactly one of repo or org, got []"),
     ("wheelhouse = 'w'\n[[kernels]]\nrepo = 'a/b'\norg = 'a'\n", "kernels[0]: expected exactly one of repo or org"),
     ("wheelhouse = 'w'\n[[kernels]]\nrepo = 'relu'\n", "kernels[0].repo: expected a Hub repository id of the form"),

@@ -7,6 +7,7 @@
     sigstore-trusted-root = "root.json"
     signer-workflows = ["https://github.com/org/kernels/.github/workflows/build.yaml@refs/heads/main"]
     jobs = 2
+    variant-wheels = false              # also each wheel's variant wheel (hub2wheel --variant-wheels; experimental)
 
     [[kernels]]
     repo = "org/name"                   # or org = "some-org": every repository the Hub lists for it
@@ -38,7 +39,8 @@ else:  # pragma: no cover - exercised only on Python 3.10
     import tomli as tomllib
 
 _MAX_CONFIG_BYTES = 4 << 20
-_TOP_KEYS = {"wheelhouse", "require-signature", "sigstore-trusted-root", "signer-workflows", "jobs", "kernels"}
+_TOP_KEYS = {"wheelhouse", "require-signature", "sigstore-trusted-root", "signer-workflows", "jobs", "variant-wheels",
+             "kernels"}
 _KERNEL_KEYS = {"repo", "org", "versions", "variants", "trust"}
 LATEST = "latest"
 
@@ -73,6 +75,7 @@ class MirrorConfig:
     sigstore_trusted_root: Path | None = None
     signer_workflows: tuple[str, ...] = ()
     jobs: int | None = None
+    variant_wheels: bool = False  # hub2wheel's --variant-wheels (experimental): recorded with the tag's wheels
 
 
 def _problem(path: Path, key: str, expected: str, given: object) -> InvalidMirrorConfig:
@@ -155,4 +158,5 @@ def load_config(path: Path) -> MirrorConfig:
         sigstore_trusted_root=None if root is None else base / root,
         signer_workflows=_strings(path, table, "signer-workflows"),
         jobs=jobs,
+        variant_wheels=bool(_typed(path, table, "variant-wheels", bool, "true or false", "")),
     )

@@ -92,7 +92,7 @@ def _run_locked(config: MirrorConfig, settings: HubSettings, console: Console, s
     house = config.wheelhouse
     report = MirrorReport(swept=[p.name for folder in (house, house / STATE_FOLDER)
                                  for p in sweep_stale_temporaries(folder)])
-    options = Options(out_dir=house, jobs=config.jobs, signatures=signatures,
+    options = Options(out_dir=house, jobs=config.jobs, signatures=signatures, variant_wheels=config.variant_wheels,
                       digest_cache=digest_cache_file(settings), verdict_cache=elf_verdict_file(settings))
     api = None if settings.offline else settings.api()
     with activity(console):  # one progress display for every listing, download and wheel of the run
@@ -205,7 +205,7 @@ def _record(result: KernelResult, state: KernelState, release: Release, converte
         written = f" ({len(converted.converted)} wheel(s) written)" if converted.converted else ""
         result.failed.append((version, "; ".join(failures) + written))
         return
-    wheels = tuple(path.name for _, path in converted.converted)
+    wheels = tuple(path.name for _, path in [*converted.converted, *converted.variant_wheels])
     state.converted[release.tag] = Converted(release.commit, wheels, tuple(converted.skipped))
     save_state(options.out_dir, state)
     result.converted.append(version)
