@@ -29,8 +29,7 @@ from scikit_build_core import build as _skbuild
 from kernelwheel.format.variant_pieces import Arch, Backend, Torch, TorchStableAbi
 from kernelwheel.format.variants import Variant
 from kernelwheel.io.errors import InvalidWheel
-from kernelwheel.wheels.elf import is_elf
-from kernelwheel.wheels.gpu_targets import FILE_NAME, GpuTargets, description_line, gpu_targets_of
+from kernelwheel.wheels.gpu_targets import FILE_NAME, description_line, wheel_files_targets
 from kernelwheel.wheels.naming import framework_requirement_for, torch_minor, wheel_name_for
 from kernelwheel.wheels.wheel_contents import WheelContents
 from kernelwheel.wheels.wheel_reader import read_wheel
@@ -69,10 +68,7 @@ def retag_built_wheel(contents: WheelContents) -> WheelContents:
                           abi_tag=built.abi_tag, platform_tag=built.platform_tag)
     renamed = rename_wheel(contents, name)
     renamed.metadata = build_metadata(name, requires_dist=[framework_requirement_for(variant)], base=renamed.metadata)
-    gpu = GpuTargets()
-    for path, data in sorted(renamed.files.items()):
-        if is_elf(data):
-            gpu = gpu.union(gpu_targets_of(data, f"{name.filename}: {path}"))
+    gpu = wheel_files_targets(renamed.files, name.filename)
     renamed.files[f"{name.dist_info}/{FILE_NAME}"] = gpu.json_bytes()
     if gpu:
         description = str(renamed.metadata.get("description") or "").rstrip("\n")

@@ -18,12 +18,13 @@ import io
 import json
 import mmap
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
 from kernelwheel.io.errors import InvalidVariant, InvalidWheel
+from kernelwheel.wheels.elf import has_elf_magic, is_elf
 from kernelwheel.wheels.entry_runtime import cuda_arch_supports
 from kernelwheel.wheels.fatbin import CUDA_SECTION, ROCM_SECTION, FatbinContents, read_cuda_fatbin, read_offload_bundles
 
@@ -170,6 +171,19 @@ def read_gpu_targets(path: Path, display: str) -> GpuTargets:
 def gpu_targets_of(data: bytes, display: str) -> GpuTargets:
     """The GPU code of an ELF file held in memory (a wheel's member, ``read_wheel``)."""
     return _read(data, display)
+
+
+def wheel_files_targets(files: Mapping[str, bytes | Path], display: str) -> GpuTargets:
+    """The GPU code of a wheel's files together: each ELF file's (recognised by its magic, never by its name), in
+    memory or on disk; an unreadable one is named ``display: path``."""
+    found = GpuTargets()
+    for path, member in sorted(files.items()):
+        if isinstance(member, Path):
+            if has_elf_magic(member):
+                found = found.union(read_gpu_targets(member, f"{display}: {path}"))
+        elif is_elf(member):
+            found = found.union(gpu_targets_of(member, f"{display}: {path}"))
+    return found
 
 
 def _read(buffer: bytes | mmap.mmap, display: str) -> GpuTargets:

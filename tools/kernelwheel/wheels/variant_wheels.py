@@ -142,20 +142,13 @@ def plan_of(contents: WheelContents[Member]) -> VariantPlan:
 
 
 def _recorded_targets(contents: WheelContents[Member]) -> GpuTargets:
-    """The wheel's ``gpu_targets.json``; for a wheel without one (built before it was recorded), read from its ``.so``
+    """The wheel's ``gpu_targets.json``; for a wheel without one (built before it was recorded), read from its ELF
     files as hub2wheel reads them."""
     where = f"{contents.name.dist_info}/{gpu_targets.FILE_NAME}"
     source: Source | None = contents.files.get(where)
     if source is not None:
         return gpu_targets.read_recorded(_bytes(source), where) or GpuTargets()
-    found = GpuTargets()
-    for path, member in sorted(contents.files.items()):
-        if path.endswith(".so") or ".so." in path:
-            if isinstance(member, Path):
-                found = found.union(gpu_targets.read_gpu_targets(member, f"{contents.name.filename}: {path}"))
-            else:
-                found = found.union(gpu_targets.gpu_targets_of(member, f"{contents.name.filename}: {path}"))
-    return found
+    return gpu_targets.wheel_files_targets(contents.files, contents.name.filename)
 
 
 def _bytes(source: Source) -> bytes:
