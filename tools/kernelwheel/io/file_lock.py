@@ -100,14 +100,14 @@ def file_lock(path: Path, *, shared: bool = False, wait: float | None = None, ho
             known = recorded_holder(path)
             by = f" ({known.describe()})" if known is not None else ""
             raise LockHeld(f"{path}: {refused}{by}")
-        recorded = holder is not None and not shared
-        if holder is not None and recorded:
+        recorded = None if shared else holder  # only an exclusive holder records itself
+        if recorded is not None:
             os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(asdict(holder)).encode(), 0)
+            os.pwrite(fd, json.dumps(asdict(recorded)).encode(), 0)
         try:
             yield
         finally:
-            if recorded:
+            if recorded is not None:
                 os.ftruncate(fd, 0)  # a later reader finds no holder rather than a finished one
     finally:
         os.close(fd)  # releases the lock
